@@ -1,0 +1,1 @@
+"""The click CLI. Nothing imports this package."""

@@ -1,0 +1,77 @@
+"""What every command shares: the ``--home`` option, opening the log and the projections,
+and turning diarist's errors into click errors with their hint."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import click
+
+from events import DiaristError, EventLog, Home
+from events.home import HOME_ENV
+from projections import ProjectionStore, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _remember_home(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        ctx.ensure_object(dict)["home"] = value
+    return value
+
+
+def home_option(fn: F) -> F:
+    """``--home`` on a command (also settable on the group, or with $DIARIST_HOME)."""
+    return click.option(
+        "--home", type=click.Path(file_okay=False), expose_value=False, is_eager=True,
+        callback=_remember_home,
+        help=f"Workspace state directory (default: ${HOME_ENV}, else ./var).",
+    )(fn)
+
+
+def current_home() -> Home:
+    ctx = click.get_current_context()
+    root = ctx.find_root()
+    chosen = (ctx.obj or {}).get("home") or (root.obj or {}).get("home")
+    return Home.resolve(chosen).ensure()
+
+
+def fail(exc: DiaristError) -> click.ClickException:
+    message = str(exc)
+    if exc.hint:
+        message += f"\nHint: {exc.hint}"
+    return click.ClickException(message)
+
+
+def friendly_errors(fn: F) -> F:
+    """Library errors become ``Error: … / Hint: …`` with exit code 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except DiaristError as exc:
+            raise fail(exc) from None
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise click.ClickException(
+                    f"the database stayed locked ({exc})\n"
+                    "Hint: another diarist process is holding a write; wait and retry."
+                ) from None
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def opened(home: Home) -> Iterator[tuple[EventLog, ProjectionStore]]:
+    log = EventLog(home.events_db)
+    store = open_store(home, log)
+    try:
+        yield log, store
+    finally:
+        store.close()
+        log.close()

@@ -1,0 +1,144 @@
+"""Commands over the event log itself: import, export, events."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from events import EventLog
+from events.transcript import export_lines, import_file
+
+from .context import current_home, friendly_errors, home_option
+from .logs import log as logger
+from .queue import after_append
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@home_option
+@friendly_errors
+def import_(file: Path) -> None:
+    """Import a transcript (JSONL, one turn a line) into the event log.
+
+    Idempotent by each turn's `ref`: importing the same file twice appends nothing. All or
+    nothing: one malformed line fails the whole import with `file:line: what is wrong`.
+    """
+    home = current_home()
+    with EventLog(home.events_db) as log:
+        result = import_file(log, file)
+    logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
+    click.echo(
+        f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
+        f"{result.appended} events appended, {result.skipped} already in the log."
+    )
+    if result.appended:
+        after_append(home)
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file instead of standard output.")
+@home_option
+@friendly_errors
+def export(output: Path | None) -> None:
+    """Export every turn in the log as transcript JSONL (times in UTC)."""
+    home = current_home()
+    with EventLog(home.events_db) as log:
+        lines = export_lines(log)
+        if output is None:
+            for line in lines:
+                click.echo(line)
+            return
+        tmp = output.with_name(output.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            count = 0
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+        tmp.replace(output)
+    click.echo(f"Exported {count} turns to {output}.", err=True)
+
+
+def _summary(event: dict) -> str:
+    payload = event["payload"]
+    text = payload.get("text") or payload.get("summary") or payload.get("content") or ""
+    if not text:
+        text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    text = " ".join(str(text).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _print_events(events: list, as_json: bool) -> None:
+    for event in events:
+        data = event.to_json()
+        if as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+        else:
+            ref = f" ref={event.ref}" if event.ref else ""
+            click.echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
+                       f"{event.stream}#{event.stream_version}{ref}  {_summary(data)}")
+
+
+_filters = [
+    click.option("--type", "types", multiple=True, help="Only this event type (repeatable)."),
+    click.option("--stream", help="Only this stream (a session id, `memory`, ...)."),
+    click.option("--json", "as_json", is_flag=True, help="One JSON object a line."),
+]
+
+
+def _with_filters(fn):  # type: ignore[no-untyped-def]
+    for option in reversed(_filters):
+        fn = option(fn)
+    return fn
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+@click.option("--limit", "-n", default=50, show_default=True, help="How many events (0: all).")
+@_with_filters
+@home_option
+@friendly_errors
+def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str | None,
+           as_json: bool) -> None:
+    """List the newest events (oldest first); see `events show` and `events tail`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with EventLog(current_home().events_db) as log:
+        newest = log.read(0, limit or None, types=types or None, stream=stream, descending=True)
+        _print_events(list(reversed(newest)), as_json)
+
+
+@events.command("show")
+@click.argument("key")
+@home_option
+@friendly_errors
+def events_show(key: str) -> None:
+    """Show one event in full, by seq, id or ref."""
+    with EventLog(current_home().events_db) as log:
+        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2, sort_keys=True))
+
+
+@events.command("tail")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until Ctrl-C.")
+@click.option("--interval", default=0.5, show_default=True, help="Seconds between polls with -f.")
+@click.option("--limit", "-n", default=10, show_default=True, help="How many events to start with.")
+@_with_filters
+@home_option
+@friendly_errors
+def events_tail(follow: bool, interval: float, limit: int, types: tuple[str, ...],
+                stream: str | None, as_json: bool) -> None:
+    """Print the last events, and with -f every new one as it is appended."""
+    import time
+
+    with EventLog(current_home().events_db) as log:
+        newest = list(reversed(log.read(0, limit, types=types or None, stream=stream,
+                                        descending=True)))
+        _print_events(newest, as_json)
+        position = max([e.seq for e in newest] + [log.head()])
+        while follow:
+            time.sleep(interval)
+            head = log.head()
+            _print_events(log.read(position, upto=head, types=types or None, stream=stream),
+                          as_json)
+            position = head

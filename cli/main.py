@@ -1,0 +1,54 @@
+"""The `diarist` command: a thin click layer over the library."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .context import home_option
+from .log_commands import events, export, import_
+from .logs import setup_logging
+from .projection_commands import replay, status, sync
+from .worker_command import worker
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@home_option
+@click.option("--log-json", is_flag=True, help="Log JSON lines to stderr instead of text.")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.version_option(package_name="diarist")
+@click.pass_context
+def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
+    """diarist: a local memory for LLM agents, kept as an immutable event log."""
+    ctx.ensure_object(dict)
+    setup_logging(json_lines=log_json, verbose=verbose)
+
+
+for command in (import_, export, sync, replay, events, status, worker):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Console entry point: no traceback reaches a user (tests see the real exception)."""
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("DIARIST_DEBUG"):
+            raise
+        click.echo(f"Error: unexpected {type(exc).__name__}: {exc}\n"
+                   "Hint: re-run with DIARIST_DEBUG=1 for a traceback, and report it.", err=True)
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -1,0 +1,115 @@
+"""Commands over the projections: sync, replay, status."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from events import Home
+from projections import ProjectionStore, open_store
+from projections.engine import DEFAULT_BATCH, Progress
+
+from .context import current_home, friendly_errors, home_option, opened
+
+
+@contextlib.contextmanager
+def _progress(total: int, label: str) -> Iterator[Progress]:
+    """A progress bar on stderr when it is a terminal and the work is long."""
+    if total < 5000 or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _lag(store: ProjectionStore) -> int:
+    return sum(s.lag for s in store.status())
+
+
+@click.command()
+@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
+              help="Events applied per transaction.")
+@home_option
+@friendly_errors
+def sync(batch_size: int) -> None:
+    """Run all pending projection work now, in this process, then exit."""
+    with opened(current_home()) as (_log, store):
+        with _progress(_lag(store), "Projecting") as progress:
+            moved = store.catch_up_all(batch_size=batch_size, progress=progress)
+        for status in store.status():
+            click.echo(f"{status.name}: at {status.position} (+{moved[status.name]})")
+
+
+@click.command()
+@click.option("--verify", is_flag=True,
+              help="Rebuild into a scratch copy and compare digests with the live projections "
+                   "(the live ones are left alone); exit 1 on any difference.")
+@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
+              help="Events applied per transaction.")
+@home_option
+@friendly_errors
+def replay(verify: bool, batch_size: int) -> None:
+    """Rebuild every projection from the event log."""
+    home = current_home()
+    with opened(home) as (log, store):
+        if not verify:
+            with _progress(log.head() * len(store.projectors), "Replaying") as progress:
+                for name in store.projectors:
+                    store.rebuild(name, batch_size=batch_size, progress=progress)
+            for status in store.status():
+                click.echo(f"{status.name}: rebuilt to {status.position}")
+            return
+        if _verify(home, store, batch_size):
+            raise SystemExit(1)
+
+
+def _verify(home: Home, live: ProjectionStore, batch_size: int) -> bool:
+    """True when any projection differs from a fresh rebuild at the same position."""
+    differs = False
+    with tempfile.TemporaryDirectory(prefix="diarist-verify-") as scratch_dir:
+        scratch = open_store(Home(Path(scratch_dir)), live.log)
+        try:
+            for status in live.status():
+                live.check(status.name)
+                scratch.rebuild(status.name, upto=status.position, batch_size=batch_size)
+                ours, theirs = live.digest(status.name), scratch.digest(status.name)
+                same = ours == theirs
+                differs |= not same
+                click.echo(f"{status.name}: {'ok' if same else 'DIFFERS'} at {status.position} "
+                           f"(digest {ours[:16]}{'' if same else ' vs rebuilt ' + theirs[:16]})")
+        finally:
+            scratch.close()
+    if differs:
+        click.echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
+                   err=True)
+    return differs
+
+
+@click.command()
+@home_option
+@friendly_errors
+def status() -> None:
+    """The log's size, and each projection's position and lag."""
+    home = current_home()
+    with opened(home) as (log, store):
+        size = sum(p.stat().st_size for p in home.root.glob("events.db*") if p.is_file())
+        click.echo(f"home: {home.root}")
+        click.echo(f"log: {log.count()} events, head {log.head()}, {size / 1e6:.1f} MB")
+        for s in store.status():
+            click.echo(f"projection {s.name}: position {s.position}, lag {s.lag}")
+    click.echo(f"queue: {_queue_line(home)}")
+
+
+def _queue_line(home: Home) -> str:
+    from workers import configure
+
+    try:
+        huey = configure(home)
+        where = huey.storage_kwargs.get("url") or huey.storage_kwargs.get("filename")
+        return f"{huey.storage_class.__name__} at {where}, {huey.pending_count()} pending"
+    except Exception as exc:  # noqa: BLE001 - status reports, it does not fail
+        return f"unavailable ({exc})"

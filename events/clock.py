@@ -1,0 +1,57 @@
+"""The one clock. Every read of "now" in diarist goes through :func:`now`.
+
+Tests and benchmarks pin it with :func:`frozen`; replay never calls it (projections read
+``occurred_at`` / ``recorded_at`` from the events instead).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Callable, Iterator
+
+UTC = dt.timezone.utc
+_source: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC)  # noqa: E731
+
+
+def now() -> dt.datetime:
+    """The current time, timezone-aware, in UTC."""
+    return _source().astimezone(UTC)
+
+
+@contextlib.contextmanager
+def frozen(at: dt.datetime | Callable[[], dt.datetime]) -> Iterator[None]:
+    """Pin :func:`now` to a fixed instant (or to a callable) inside the block."""
+    global _source
+    previous = _source
+    _source = at if callable(at) else (lambda: at)
+    try:
+        yield
+    finally:
+        _source = previous
+
+
+def to_iso(moment: dt.datetime) -> str:
+    """Canonical stored form: UTC, microseconds, 'Z' (sorts lexicographically)."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: diarist only stores times with an offset")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def from_iso(text: str) -> dt.datetime:
+    """Parse an ISO-8601 time that carries an offset ('Z' or '+hh:mm')."""
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} has no UTC offset")
+    return moment
+
+
+def to_display(moment: dt.datetime) -> str:
+    """Short UTC form used in exports: seconds unless there are microseconds."""
+    moment = moment.astimezone(UTC)
+    if moment.microsecond:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_iso() -> str:
+    return to_iso(now())

@@ -1,0 +1,50 @@
+"""Where a workspace keeps its state: ``var/`` of the current directory, or ``DIARIST_HOME``.
+
+Everything diarist writes lives under one home; nothing global, nothing else on disk.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_ENV = "DIARIST_HOME"
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> "Home":
+        """``--home`` first, then ``$DIARIST_HOME``, then ``./var``."""
+        chosen = explicit or os.environ.get(HOME_ENV) or Path.cwd() / "var"
+        return cls(Path(chosen).expanduser().resolve())
+
+    def ensure(self) -> "Home":
+        self.root.mkdir(parents=True, exist_ok=True)
+        return self
+
+    @property
+    def events_db(self) -> Path:
+        return self.root / "events.db"
+
+    @property
+    def projections_db(self) -> Path:
+        return self.root / "projections.db"
+
+    @property
+    def queue_db(self) -> Path:
+        return self.root / "queue.db"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "diarist.yaml"

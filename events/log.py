@@ -1,0 +1,338 @@
+"""The EventLog: an append-only SQLite table, the only truth in diarist.
+
+- ``seq`` is the global position (no gaps: rows are never deleted and a rolled-back append
+  takes no number); ``(stream, stream_version)`` is unique, so a stale writer fails instead
+  of overwriting (optimistic concurrency).
+- Triggers reject UPDATE, DELETE and any INSERT that would replace a row, so even a raw
+  ``sqlite3`` session cannot change history (``INSERT OR REPLACE`` deletes without firing
+  delete triggers, hence the insert trigger).
+- WAL with ``synchronous=FULL``: an append that returned survives a crash or power loss.
+  Appends take the write lock with ``BEGIN IMMEDIATE``; several processes may append at once.
+- An append whose ``idempotency_key`` is already in the log appends nothing and returns the
+  original event.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import clock
+from .errors import ConcurrencyError, NotFound
+from .ids import new_ulid
+from .migrations import Migrations
+from .types import Event, Payload, Registry, registry as default_registry
+
+BUSY_TIMEOUT_S = 60.0
+META_KEYS = ("causation_id", "correlation_id", "ref", "idempotency_key")
+
+migrations = Migrations("events")
+
+
+@migrations()
+def m001_events(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE events (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            stream TEXT NOT NULL,
+            stream_version INTEGER NOT NULL CHECK (stream_version >= 1),
+            type TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            occurred_at TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            payload TEXT NOT NULL CHECK (json_valid(payload)),
+            meta TEXT NOT NULL CHECK (json_valid(meta)),
+            UNIQUE (stream, stream_version)
+        )"""
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX events_idempotency ON events (json_extract(meta, '$.idempotency_key'))"
+        " WHERE json_extract(meta, '$.idempotency_key') IS NOT NULL"
+    )
+    db.execute("CREATE INDEX events_type ON events (type, seq)")
+    db.execute(
+        "CREATE INDEX events_ref ON events (json_extract(meta, '$.ref'))"
+        " WHERE json_extract(meta, '$.ref') IS NOT NULL"
+    )
+    db.execute(
+        """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END"""
+    )
+    db.execute(
+        """CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE rejected'); END"""
+    )
+    # INSERT OR REPLACE / REPLACE delete the conflicting row without firing delete triggers
+    # (unless recursive_triggers is on), so refuse any insert that collides with a row.
+    db.execute(
+        """CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+           WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
+             OR EXISTS (SELECT 1 FROM events WHERE id = NEW.id)
+             OR EXISTS (SELECT 1 FROM events WHERE stream = NEW.stream
+                                               AND stream_version = NEW.stream_version)
+             OR EXISTS (SELECT 1 FROM events
+                        WHERE json_extract(meta, '$.idempotency_key')
+                              = json_extract(NEW.meta, '$.idempotency_key')
+                          AND json_extract(meta, '$.idempotency_key') IS NOT NULL)
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: INSERT would replace a row'); END"""
+    )
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append. ``expected_version`` is the stream's version before this event
+    (0 for a new stream); None appends at the end whatever the version."""
+
+    stream: str
+    data: Event
+    occurred_at: dt.datetime | None = None
+    expected_version: int | None = None
+    ref: str | None = None
+    causation_id: str | None = None
+    correlation_id: str | None = None
+    idempotency_key: str | None = None
+
+    def meta(self) -> dict[str, str]:
+        values = {k: getattr(self, k) for k in META_KEYS}
+        return {k: v for k, v in values.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    seq: int
+    id: str
+    stream: str
+    stream_version: int
+    type: str
+    schema_version: int
+    occurred_at: str
+    recorded_at: str
+    payload: Payload
+    meta: dict[str, Any] = field(default_factory=dict)
+    registry: Registry = field(default=default_registry, repr=False, compare=False)
+
+    @property
+    def data(self) -> Event:
+        return self.registry.decode(self.type, self.schema_version, self.payload)
+
+    @property
+    def ref(self) -> str | None:
+        return self.meta.get("ref")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq, "id": self.id, "stream": self.stream,
+            "stream_version": self.stream_version, "type": self.type,
+            "schema_version": self.schema_version, "occurred_at": self.occurred_at,
+            "recorded_at": self.recorded_at, "payload": self.payload, "meta": self.meta,
+        }
+
+
+class Appended(list[RecordedEvent]):
+    """The recorded events of a batch; ``new`` counts those this call appended."""
+
+    new: int = 0
+
+
+_COLUMNS = "seq, id, stream, stream_version, type, schema_version, occurred_at, recorded_at, payload, meta"
+
+
+def connect(path: Path | str, *, readonly: bool = False, synchronous: str = "FULL") -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, synchronous=FULL
+    unless told otherwise."""
+    if readonly:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                             timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    else:
+        db = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    return db
+
+
+class EventLog:
+    """The log at ``path``; migrations run on open, so old and new files take one path."""
+
+    def __init__(self, path: Path | str, registry: Registry = default_registry) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.registry = registry
+        self.db = connect(self.path)
+        migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "EventLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append(self, data: Event, *, stream: str, **options: Any) -> RecordedEvent:
+        """Append one event (see :class:`NewEvent` for the options)."""
+        return self.append_many([NewEvent(stream=stream, data=data, **options)])[0]
+
+    def append_many(self, batch: Sequence[NewEvent]) -> "Appended":
+        """Append a batch in one transaction: all of it, or (on any error) none of it.
+
+        Returns one recorded event per input, in order; an input whose idempotency key is
+        already in the log (or earlier in the batch) gets the original back.
+        """
+        if not batch:
+            return Appended()
+        recorded_at = clock.now_iso()
+        out = Appended()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            versions: dict[str, int] = {}
+            seen_keys: dict[str, RecordedEvent] = {}
+            for new in batch:
+                event, created = self._append_one(new, recorded_at, versions, seen_keys)
+                out.append(event)
+                out.new += created
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return out
+
+    def _append_one(self, new: NewEvent, recorded_at: str, versions: dict[str, int],
+                    seen_keys: dict[str, RecordedEvent]) -> tuple[RecordedEvent, bool]:
+        key = new.idempotency_key
+        if key is not None:
+            original = seen_keys.get(key) or self._by_idempotency_key(key)
+            if original is not None:
+                return original, False
+        type_name = new.data.type_name()
+        cls = self.registry.cls(type_name)
+        if not isinstance(new.data, cls):
+            raise TypeError(f"{type_name} is not the registered class for that name")
+        if not new.stream:
+            raise ValueError("an event needs a stream")
+        current = versions.get(new.stream)
+        if current is None:
+            current = self._stream_version(new.stream)
+        if new.expected_version is not None and new.expected_version != current:
+            raise ConcurrencyError(
+                f"stream {new.stream!r} is at version {current}, expected {new.expected_version}"
+            )
+        version = current + 1
+        occurred = clock.to_iso(new.occurred_at) if new.occurred_at else recorded_at
+        row = (
+            new_ulid(), new.stream, version, type_name, cls.schema_version, occurred,
+            recorded_at, dumps(new.data.to_payload()), dumps(new.meta()),
+        )
+        cursor = self.db.execute(
+            "INSERT INTO events (id, stream, stream_version, type, schema_version, occurred_at,"
+            " recorded_at, payload, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        versions[new.stream] = version
+        event = self._row_to_event((cursor.lastrowid, *row))
+        if key is not None:
+            seen_keys[key] = event
+        return event, True
+
+    # --- reading ------------------------------------------------------------------------
+
+    def read(self, after: int = 0, limit: int | None = None, *, upto: int | None = None,
+             types: Iterable[str] | None = None, stream: str | None = None,
+             descending: bool = False) -> list[RecordedEvent]:
+        """Events with ``seq > after`` (and ``<= upto``), oldest first unless ``descending``."""
+        where, args = ["seq > ?"], [after]
+        if upto is not None:
+            where.append("seq <= ?")
+            args.append(upto)
+        if types:
+            names = list(types)
+            where.append(f"type IN ({','.join('?' * len(names))})")
+            args.extend(names)
+        if stream is not None:
+            where.append("stream = ?")
+            args.append(stream)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq"
+        sql += " DESC" if descending else ""
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [self._row_to_event(row) for row in self.db.execute(sql, args)]
+
+    def iter_all(self, batch: int = 5000, upto: int | None = None) -> Iterator[RecordedEvent]:
+        after = 0
+        while True:
+            events = self.read(after, batch, upto=upto)
+            if not events:
+                return
+            yield from events
+            after = events[-1].seq
+
+    def get(self, key: str | int) -> RecordedEvent:
+        """One event by seq, ULID or ref."""
+        text = str(key)
+        if text.isdigit():
+            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (int(text),)).fetchone()
+        else:
+            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE id = ?", (text.upper(),)).fetchone()
+            row = row or self.db.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE json_extract(meta, '$.ref') = ?"
+                " ORDER BY seq LIMIT 1", (text,)).fetchone()
+        if row is None:
+            raise NotFound(f"no event {text!r}", hint="List events with `diarist events`.")
+        return self._row_to_event(row)
+
+    def head(self) -> int:
+        """The last ``seq`` (0 for an empty log)."""
+        return self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+
+    def stream_version(self, stream: str) -> int:
+        return self._stream_version(stream)
+
+    def streams(self) -> list[tuple[str, int]]:
+        return self.db.execute(
+            "SELECT stream, MAX(stream_version) FROM events GROUP BY stream ORDER BY MIN(seq)"
+        ).fetchall()
+
+    def _stream_version(self, stream: str) -> int:
+        return self.db.execute(
+            "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?", (stream,)
+        ).fetchone()[0]
+
+    def _by_idempotency_key(self, key: str) -> RecordedEvent | None:
+        row = self.db.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE json_extract(meta, '$.idempotency_key') = ?",
+            (key,),
+        ).fetchone()
+        return self._row_to_event(row) if row else None
+
+    def _row_to_event(self, row: Sequence[Any]) -> RecordedEvent:
+        seq, id_, stream, version, type_name, schema_version, occurred, recorded, payload, meta = row
+        payload = json.loads(payload) if isinstance(payload, str) else payload
+        if self.registry.knows(type_name):
+            schema_version, payload = self.registry.upcast(type_name, schema_version, payload)
+        return RecordedEvent(
+            seq=seq, id=id_, stream=stream, stream_version=version, type=type_name,
+            schema_version=schema_version, occurred_at=occurred, recorded_at=recorded,
+            payload=payload, meta=json.loads(meta) if isinstance(meta, str) else meta,
+            registry=self.registry,
+        )
+
+
+__all__ = ["Appended", "EventLog", "NewEvent", "RecordedEvent", "connect", "dumps"]

@@ -1,0 +1,239 @@
+"""Event types: frozen dataclasses with a ``schema_version``, and the upcaster chain.
+
+A type's name in the log is its class name. Old payloads are never rewritten: when a type's
+schema changes, bump ``schema_version`` and register an upcaster from the old version; reads
+run the chain (v1 → v2 → …) before building the dataclass.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .errors import UnknownEventType
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+
+@dataclass(frozen=True)
+class Event:
+    schema_version: ClassVar[int] = 1
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.__name__
+
+    def to_payload(self) -> Payload:
+        return dataclasses.asdict(self)
+
+
+class Registry:
+    """Event classes by name, and upcasters keyed by (type, from_version)."""
+
+    def __init__(self) -> None:
+        self._types: dict[str, type[Event]] = {}
+        self._upcasters: dict[tuple[str, int], Upcaster] = {}
+
+    def register(self, cls: type[Event]) -> type[Event]:
+        self._types[cls.type_name()] = cls
+        return cls
+
+    def upcaster(self, type_name: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        def decorator(fn: Upcaster) -> Upcaster:
+            self._upcasters[(type_name, from_version)] = fn
+            return fn
+
+        return decorator
+
+    def cls(self, type_name: str) -> type[Event]:
+        try:
+            return self._types[type_name]
+        except KeyError:
+            raise UnknownEventType(f"unknown event type {type_name!r}") from None
+
+    def knows(self, type_name: str) -> bool:
+        return type_name in self._types
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+    def upcast(self, type_name: str, version: int, payload: Payload) -> tuple[int, Payload]:
+        """Run the chain from ``version`` to the type's current version."""
+        target = self.cls(type_name).schema_version
+        while version < target:
+            step = self._upcasters.get((type_name, version))
+            if step is None:
+                raise UnknownEventType(
+                    f"no upcaster for {type_name} v{version} → v{version + 1}",
+                    hint="Register an upcaster for that version in events/types.py.",
+                )
+            payload = step(dict(payload))
+            version += 1
+        if version > target:
+            raise UnknownEventType(f"{type_name} v{version} is newer than this diarist (v{target})")
+        return version, payload
+
+    def decode(self, type_name: str, version: int, payload: Payload) -> Event:
+        _, payload = self.upcast(type_name, version, payload)
+        return self.cls(type_name)(**payload)
+
+
+registry = Registry()
+event = registry.register
+
+
+# --- the catalog (DESIGN.md, v1) -------------------------------------------------------------
+
+
+@event
+@dataclass(frozen=True)
+class SessionStarted(Event):
+    session: str
+    backend: str = ""
+    model: str = ""
+    context_window: int | None = None
+
+
+@event
+@dataclass(frozen=True)
+class UserTurn(Event):
+    session: str
+    text: str
+    name: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class AssistantTurn(Event):
+    session: str
+    text: str
+    name: str = ""
+    prompt_tokens: int | None = None
+    reply_tokens: int | None = None
+    elapsed_ms: int | None = None
+    tokens_per_sec: float | None = None
+
+
+@event
+@dataclass(frozen=True)
+class MemoryInjected(Event):
+    session: str
+    budget_tokens: int
+    injected_tokens: int
+    items: list[str] = field(default_factory=list)
+
+
+@event
+@dataclass(frozen=True)
+class HistoryCompressed(Event):
+    session: str
+    replaced: list[str]
+    summary: str
+
+
+@event
+@dataclass(frozen=True)
+class SessionEnded(Event):
+    session: str
+    turns: int = 0
+
+
+@event
+@dataclass(frozen=True)
+class Remembered(Event):
+    text: str
+    type: str = "user_preference"
+    source: str = "user"
+
+
+@event
+@dataclass(frozen=True)
+class FactsExtracted(Event):
+    from_events: list[str]
+    facts: list[str]
+    model: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MemoriesMined(Event):
+    session: str
+    memories: list[dict[str, Any]]
+    model: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MemorySuperseded(Event):
+    ids: list[str]
+    by: str
+    reason: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MemoriesMerged(Event):
+    ids: list[str]
+    into: str
+    reason: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MemoryFlagged(Event):
+    ids: list[str]
+    reason: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MemoryForgotten(Event):
+    ids: list[str]
+    reason: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class LongTermRewritten(Event):
+    content: str
+    journals: list[str] = field(default_factory=list)
+    model: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class ProfileSet(Event):
+    fields: dict[str, Any]
+
+
+@event
+@dataclass(frozen=True)
+class ProjectFactsDetected(Event):
+    facts: list[dict[str, Any]]
+
+
+@event
+@dataclass(frozen=True)
+class JournalArchived(Event):
+    date: str
+
+
+@event
+@dataclass(frozen=True)
+class EmbeddingModelChosen(Event):
+    model: str
+    dimension: int
+    checksum: str
+
+
+@event
+@dataclass(frozen=True)
+class Redacted(Event):
+    event_id: str
+    fields: list[str]
+    reason: str = ""
+
+
+TURN_TYPES = frozenset({"UserTurn", "AssistantTurn"})

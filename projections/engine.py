@@ -1,0 +1,202 @@
+"""The projection engine: projectors, their checkpoints, catch-up, rebuild and digests.
+
+A projector is pure: events in, rows out. The engine gives it one transaction per batch in
+which it writes its output *and* its new position, so a crash (even kill -9) leaves either
+the whole batch applied or none of it; catch-up then resumes after the stored position.
+Events a projector does not handle still advance its position. Several processes may catch
+up at once: the position is read inside the write transaction, so no event is applied twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from events import EventLog, Home, RecordedEvent
+from events.errors import NotFound
+from events.log import connect
+
+DEFAULT_BATCH = 1000
+Progress = Callable[[int], None]
+
+
+class Projector(ABC):
+    """One projection. Subclasses set ``name``, ``handles`` and ``version`` (bump it when the
+    output's shape changes: a stored older version is rebuilt on the next catch-up)."""
+
+    name: ClassVar[str]
+    handles: ClassVar[frozenset[str]]
+    version: ClassVar[int] = 1
+
+    @abstractmethod
+    def create(self, db: sqlite3.Connection) -> None:
+        """Create the output tables (inside the engine's transaction)."""
+
+    @abstractmethod
+    def drop(self, db: sqlite3.Connection) -> None:
+        """Remove every output (inside the engine's transaction)."""
+
+    @abstractmethod
+    def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        """Project one handled event. Must not read the clock or call out."""
+
+    @abstractmethod
+    def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
+        """The output in a canonical order, for the digest."""
+
+    def check(self, db: sqlite3.Connection) -> None:
+        """Optional consistency check of derived structures (e.g. an FTS index)."""
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    name: str
+    position: int
+    head: int
+    version: int
+
+    @property
+    def lag(self) -> int:
+        return max(self.head - self.position, 0)
+
+
+class ProjectionStore:
+    """``projections.db`` of a home and the projectors that write to it."""
+
+    def __init__(self, home: Home, log: EventLog, projectors: Sequence[Projector]) -> None:
+        self.home = home.ensure()
+        self.log = log
+        self.projectors = {p.name: p for p in projectors}
+        # Projections are rebuildable from the log, so NORMAL (durable against a process
+        # crash, not necessarily against power loss) is enough here.
+        self.db = connect(home.projections_db, synchronous="NORMAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS projection_state ("
+            " name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"
+        )
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "ProjectionStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def projector(self, name: str) -> Projector:
+        try:
+            return self.projectors[name]
+        except KeyError:
+            raise NotFound(f"no projection {name!r}",
+                           hint=f"Known projections: {', '.join(self.projectors)}.") from None
+
+    # --- state --------------------------------------------------------------------------
+
+    def _state(self, name: str) -> tuple[int, int] | None:
+        row = self.db.execute(
+            "SELECT position, version FROM projection_state WHERE name = ?", (name,)
+        ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def position(self, name: str) -> int:
+        state = self._state(name)
+        return state[0] if state else 0
+
+    def status(self) -> list[ProjectionStatus]:
+        head = self.log.head()
+        out = []
+        for name, projector in self.projectors.items():
+            state = self._state(name)
+            position, version = state if state else (0, projector.version)
+            out.append(ProjectionStatus(name, position, head, version))
+        return out
+
+    def _prepare(self, projector: Projector) -> int:
+        """Inside a write transaction: make sure the output exists at the code's version;
+        return the position to resume after."""
+        state = self._state(projector.name)
+        if state is not None and state[1] == projector.version:
+            return state[0]
+        projector.drop(self.db)
+        projector.create(self.db)
+        self.db.execute(
+            "INSERT OR REPLACE INTO projection_state (name, position, version) VALUES (?, 0, ?)",
+            (projector.name, projector.version),
+        )
+        return 0
+
+    # --- work ---------------------------------------------------------------------------
+
+    def catch_up(self, name: str, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
+                 progress: Progress | None = None) -> int:
+        """Apply every event after the stored position (up to ``upto``); returns how many
+        events the position moved over."""
+        projector = self.projector(name)
+        moved = 0
+        while True:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                position = self._prepare(projector)
+                events = self.log.read(position, batch_size, upto=upto)
+                for event in events:
+                    if event.type in projector.handles:
+                        projector.apply(self.db, event)
+                if events:
+                    self.db.execute(
+                        "UPDATE projection_state SET position = ? WHERE name = ?",
+                        (events[-1].seq, projector.name),
+                    )
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            if not events:
+                return moved
+            moved += len(events)
+            if progress:
+                progress(len(events))
+
+    def catch_up_all(self, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
+                     progress: Progress | None = None) -> dict[str, int]:
+        return {name: self.catch_up(name, upto=upto, batch_size=batch_size, progress=progress)
+                for name in self.projectors}
+
+    def reset(self, name: str) -> None:
+        """Drop a projection's output and set its position to 0, in one transaction."""
+        projector = self.projector(name)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            projector.drop(self.db)
+            projector.create(self.db)
+            self.db.execute(
+                "INSERT OR REPLACE INTO projection_state (name, position, version) VALUES (?, 0, ?)",
+                (name, projector.version),
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def rebuild(self, name: str, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
+                progress: Progress | None = None) -> int:
+        self.reset(name)
+        return self.catch_up(name, upto=upto, batch_size=batch_size, progress=progress)
+
+    def digest(self, name: str) -> str:
+        """sha256 over the projection's canonical content (positions excluded)."""
+        projector = self.projector(name)
+        hasher = hashlib.sha256(f"{name}:v{projector.version}\n".encode())
+        if self._state(name) is not None:
+            for row in projector.canonical_rows(self.db):
+                hasher.update(json.dumps(list(row), ensure_ascii=False, separators=(",", ":")).encode())
+                hasher.update(b"\n")
+        return hasher.hexdigest()
+
+    def check(self, name: str) -> None:
+        if self._state(name) is not None:
+            self.projector(name).check(self.db)

@@ -1,0 +1,87 @@
+"""The turns projection: every user and assistant turn, with an FTS5 index over its text.
+
+Each row keeps the turn's event id, session, speaker, role, time and ``ref`` so that a
+search hit traces back to the event (and the transcript line) it came from.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events import RecordedEvent
+from events.transcript import ROLES_BY_TYPE
+from events.types import TURN_TYPES
+
+from .engine import Projector
+from .fts import match_any
+
+
+class TurnsProjector(Projector):
+    name = "turns"
+    handles = TURN_TYPES
+    version = 1
+
+    def create(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS turns ("
+            " seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, session TEXT NOT NULL,"
+            " role TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL,"
+            " ref TEXT)"
+        )
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5("
+            " text, name, content='turns', content_rowid='seq', tokenize='porter unicode61')"
+        )
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        db.execute("DROP TABLE IF EXISTS turns_fts")
+        db.execute("DROP TABLE IF EXISTS turns")
+
+    def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        payload = event.payload
+        row = (event.seq, event.id, payload["session"], ROLES_BY_TYPE[event.type],
+               payload.get("name", ""), payload["text"], event.occurred_at, event.ref)
+        inserted = db.execute(
+            "INSERT OR IGNORE INTO turns (seq, event_id, session, role, name, text, at, ref)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row,
+        ).rowcount
+        if inserted:  # a duplicate is already done
+            db.execute("INSERT INTO turns_fts (rowid, text, name) VALUES (?, ?, ?)",
+                       (event.seq, payload["text"], row[4]))
+
+    def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
+        return db.execute(
+            "SELECT seq, event_id, session, role, name, text, at, ref FROM turns ORDER BY seq"
+        )
+
+    def check(self, db: sqlite3.Connection) -> None:
+        db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('integrity-check')")
+
+
+@dataclass(frozen=True)
+class TurnHit:
+    seq: int
+    event_id: str
+    session: str
+    role: str
+    name: str
+    text: str
+    at: str
+    ref: str | None
+    score: float
+
+
+def search_turns(db: sqlite3.Connection, query: str, k: int = 10) -> list[TurnHit]:
+    """BM25-ranked turns for a free-text query (any characters are safe)."""
+    expression = match_any(query)
+    if expression is None:
+        return []
+    rows = db.execute(
+        "SELECT t.seq, t.event_id, t.session, t.role, t.name, t.text, t.at, t.ref,"
+        " -bm25(turns_fts) FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+        " WHERE turns_fts MATCH ? ORDER BY bm25(turns_fts) LIMIT ?",
+        (expression, k),
+    ).fetchall()
+    return [TurnHit(*row) for row in rows]

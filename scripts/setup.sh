@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install everything diarist and its tests need on a fresh machine (Debian, Python 3.11).
+# Safe to run again. No CUDA packages are pulled in.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Redis: the tests start their own redis-server on 127.0.0.1 to check the RedisHuey path.
+if ! command -v redis-server >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "setup: redis-server is missing; install it (Debian: apt-get install redis-server)" >&2
+  fi
+fi
+
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet -e '.[test]'

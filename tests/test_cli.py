@@ -1,0 +1,136 @@
+"""The CLI through click's CliRunner: messages, exit codes, and that bad input changes nothing."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from events import EventLog, Home
+from projections import open_store
+
+from .conftest import make_turns, write_transcript
+
+
+def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_import_sync_verify_export_on_locomo(locomo26: Path, home: Home) -> None:
+    first = run("import", str(locomo26))
+    assert f"Imported {locomo26}: 419 turns in 19 sessions; 457 events appended, 0 already" in first.output
+    second = run("import", str(locomo26))
+    assert "0 events appended, 457 already in the log." in second.output
+    assert "turns: at 457 (+457)" in run("sync").output
+    verified = run("replay", "--verify")
+    assert "turns: ok at 457" in verified.output
+    assert run("export").stdout.splitlines() == locomo26.read_text(encoding="utf-8").splitlines()
+
+
+def test_export_to_a_file(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(4))))
+    out = tmp_path / "out.jsonl"
+    result = run("export", "-o", str(out))
+    assert "Exported 4 turns" in result.output
+    assert out.read_text(encoding="utf-8") == (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+
+
+def test_bad_import_is_a_clear_error_and_changes_nothing(home: Home, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(make_turns(1)[0]) + "\n" + '{"session": "s"}\n', encoding="utf-8")
+    result = run("import", str(path), ok=False)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: {path}:2: missing field 'at', 'role', 'text', 'ref'\n"
+        "Hint: Fix the line named above and run the import again; nothing was imported.\n"
+    )
+    with EventLog(home.events_db) as log:
+        assert log.count() == 0
+
+
+def test_replay_verify_fails_when_a_projection_differs(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(8))))
+    run("sync")
+    with open_store(home) as store:
+        store.db.execute("UPDATE turns SET text = 'tampered' WHERE seq = 3")
+    result = run("replay", "--verify", ok=False)
+    assert result.exit_code == 1
+    assert "turns: DIFFERS at 10" in result.output
+    assert "run `diarist replay` to rebuild them" in result.output
+    assert "turns: rebuilt to 10" in run("replay").output
+    assert "turns: ok at 10" in run("replay", "--verify").output
+
+
+def test_replay_verify_compares_at_the_live_position(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(8))))
+    run("sync")
+    run("import", str(write_transcript(tmp_path / "u.jsonl", make_turns(3, "s2"))))
+    assert "turns: ok at 10" in run("replay", "--verify").output  # lagging is not differing
+
+
+def test_events_list_show_and_filters(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(3))))
+    listing = run("events").output.splitlines()
+    assert len(listing) == 5 and "SessionStarted" in listing[0] and "SessionEnded" in listing[-1]
+    only = run("events", "--type", "AssistantTurn", "--json").output.splitlines()
+    assert [json.loads(line)["meta"]["ref"] for line in only] == ["t:s1:1"]
+    assert len(run("events", "-n", "2").output.splitlines()) == 2
+    shown = json.loads(run("events", "show", "t:s1:2").output)
+    assert shown["type"] == "UserTurn" and shown["seq"] == 4
+    assert json.loads(run("events", "show", "4").output) == shown
+    missing = run("events", "show", "nope", ok=False)
+    assert "Error: no event 'nope'\nHint: List events with `diarist events`." in missing.output
+    tail = run("events", "tail", "-n", "1").output.splitlines()
+    assert len(tail) == 1 and "SessionEnded" in tail[0]
+
+
+def test_status_shows_log_and_lag(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(3))))
+    out = run("status").output
+    assert "log: 5 events, head 5" in out
+    assert "projection turns: position 0, lag 5" in out
+    assert "queue: SqliteStorage at" in out and "1 pending" in out
+    run("sync")
+    assert "projection turns: position 5, lag 0" in run("status").output
+
+
+def test_home_option_on_group_and_command(tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.jsonl", make_turns(2))
+    run("--home", str(tmp_path / "a"), "import", str(transcript))
+    run("import", "--home", str(tmp_path / "b"), str(transcript))
+    for name in ("a", "b"):
+        with EventLog(tmp_path / name / "events.db") as log:
+            assert log.count() == 4
+
+
+def test_bad_config_is_a_clear_error(home: Home) -> None:
+    home.config_file.write_text("queue:\n  redis_urll: redis://x\n", encoding="utf-8")
+    result = run("status", ok=False)
+    assert "unknown key `queue.redis_urll`; allowed keys: redis_url" in result.output
+
+
+def test_log_json_writes_json_lines_to_stderr(home: Home, tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.jsonl", make_turns(2))
+    result = run("--log-json", "-v", "import", str(transcript))
+    logged = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert any(entry["event"] == "import.done" and entry["appended"] == 4 for entry in logged)
+
+
+def test_unexpected_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import cli.main as main_module
+
+    def explode(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(main_module.cli, "main", explode)
+    monkeypatch.delenv("DIARIST_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main_module.main()
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert "Error: unexpected RuntimeError: disk on fire" in err and "Traceback" not in err

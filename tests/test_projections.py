@@ -1,0 +1,121 @@
+"""The projection engine (atomic position, catch-up, rebuild, digest) and the turns projection."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from events import EventLog, Home, RecordedEvent
+from events.transcript import import_file
+from events.types import Remembered, SessionStarted, UserTurn
+from projections import ProjectionStore, TurnsProjector, all_projectors, open_store
+from projections.turns import search_turns
+
+from .conftest import make_turns, write_transcript
+
+
+@pytest.fixture
+def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
+    with open_store(home, log) as s:
+        yield s
+
+
+def rows(store: ProjectionStore) -> list[tuple]:
+    return store.db.execute("SELECT seq, role, name, text, ref FROM turns ORDER BY seq").fetchall()
+
+
+def test_catch_up_projects_turns_and_advances_over_ignored_events(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(SessionStarted(session="s"), stream="s")
+    log.append(UserTurn(session="s", text="the cat sat", name="Ann"), stream="s", ref="r1")
+    log.append(Remembered(text="not a turn"), stream="memory")
+    assert store.catch_up("turns") == 3
+    assert store.position("turns") == 3  # ignored events advance the position
+    assert rows(store) == [(2, "user", "Ann", "the cat sat", "r1")]
+    assert store.catch_up("turns") == 0
+
+
+def test_catch_up_resumes_after_the_stored_position(log: EventLog, store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(50)))
+    store.catch_up("turns", upto=20, batch_size=7)
+    assert store.position("turns") == 20
+    applied: list[int] = []
+    projector = store.projector("turns")
+    original = projector.apply
+    projector.apply = lambda db, e: (applied.append(e.seq), original(db, e))[1]  # type: ignore[method-assign]
+    store.catch_up("turns", batch_size=7)
+    assert applied == list(range(21, 52))  # 21..51: the turns after 20, each once
+    assert len(rows(store)) == 50
+
+
+class Boom(Exception):
+    pass
+
+
+def test_a_failed_batch_leaves_output_and_position_untouched(log: EventLog, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(30)))
+    store.catch_up("turns", upto=10)
+    before = (rows(store), store.position("turns"))
+    projector = store.projector("turns")
+    original = projector.apply
+
+    def apply(db: sqlite3.Connection, event: RecordedEvent) -> None:
+        if event.seq == 25:
+            raise Boom()
+        original(db, event)
+
+    projector.apply = apply  # type: ignore[method-assign]
+    with pytest.raises(Boom):
+        store.catch_up("turns", batch_size=100)
+    # rows 11..24 were written inside the failed transaction: none of them remain
+    assert (rows(store), store.position("turns")) == before
+    projector.apply = original  # type: ignore[method-assign]
+    store.catch_up("turns")
+    assert len(rows(store)) == 30
+
+
+def test_rebuild_and_digest_are_deterministic(log: EventLog, store, tmp_path, home) -> None:  # type: ignore[no-untyped-def]
+    import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(40)))
+    store.catch_up_all()
+    live = store.digest("turns")
+    store.rebuild("turns", batch_size=3)
+    assert store.digest("turns") == live
+    with ProjectionStore(Home(tmp_path / "scratch"), log, all_projectors()) as scratch:
+        scratch.catch_up_all(batch_size=11)
+        assert scratch.digest("turns") == live
+    store.db.execute("UPDATE turns SET text = 'tampered' WHERE seq = 5")
+    assert store.digest("turns") != live
+
+
+def test_a_new_projector_version_rebuilds_on_catch_up(log: EventLog, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(5)))
+    store.catch_up("turns")
+    store.db.execute("DELETE FROM turns WHERE seq = 2")  # stale output of "an older version"
+    store.db.execute("UPDATE projection_state SET version = 0 WHERE name = 'turns'")
+    store.catch_up("turns")
+    assert len(rows(store)) == 5
+    assert store.status()[0].version == TurnsProjector.version
+
+
+def test_status_reports_position_and_lag(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    for i in range(5):
+        log.append(UserTurn(session="s", text=f"t{i}"), stream="s")
+    store.catch_up("turns", upto=2)
+    (status,) = store.status()
+    assert (status.name, status.position, status.head, status.lag) == ("turns", 2, 5, 3)
+
+
+@pytest.mark.parametrize("query", ['"', "*", "AND(", "a:b", "NEAR(x y)", "-", "^start", "(((",
+                                   "col:value OR", "'; DROP TABLE turns; --", ""])
+def test_search_never_raises_on_fts_syntax(log: EventLog, store, query: str) -> None:  # type: ignore[no-untyped-def]
+    log.append(UserTurn(session="s", text="AND value start col"), stream="s")
+    store.catch_up("turns")
+    search_turns(store.db, query)  # must not raise
+
+
+def test_search_finds_turns_with_their_refs(locomo26: Path, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    import_file(log, locomo26)
+    store.catch_up_all()
+    hits = search_turns(store.db, "When did Caroline go to the LGBTQ support group?", k=5)
+    assert "conv-26:D1:3" in [h.ref for h in hits]
+    assert all(h.ref and h.event_id for h in hits)
