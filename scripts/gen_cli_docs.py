@@ -26,7 +26,8 @@ def render() -> str:
     out = ["# CLI reference", "",
            "Generated from `--help` by `python scripts/gen_cli_docs.py`; do not edit by hand.", ""]
     for path, command in walk(cli, ["diarist"]):
-        ctx = click.Context(command, info_name=" ".join(path), terminal_width=100)
+        ctx = click.Context(command, info_name=" ".join(path), terminal_width=100,
+                            help_option_names=["-h", "--help"])
         out += [f"## {' '.join(path)}", "", "```", command.get_help(ctx), "```", ""]
     return "\n".join(out)
 
