@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -74,19 +75,31 @@ def _verify(home: Home, live: ProjectionStore, batch_size: int) -> bool:
         scratch = open_store(Home(Path(scratch_dir)), live.log)
         try:
             for status in live.status():
-                live.check(status.name)
+                problem = _check(live, status.name)
                 scratch.rebuild(status.name, upto=status.position, batch_size=batch_size)
                 ours, theirs = live.digest(status.name), scratch.digest(status.name)
-                same = ours == theirs
+                same = ours == theirs and problem is None
                 differs |= not same
+                detail = "" if ours == theirs else " vs rebuilt " + theirs[:16]
+                detail += f"; {problem}" if problem else ""
                 click.echo(f"{status.name}: {'ok' if same else 'DIFFERS'} at {status.position} "
-                           f"(digest {ours[:16]}{'' if same else ' vs rebuilt ' + theirs[:16]})")
+                           f"(digest {ours[:16]}{detail})")
         finally:
             scratch.close()
     if differs:
         click.echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
                    err=True)
     return differs
+
+
+def _check(store: ProjectionStore, name: str) -> str | None:
+    """What the projection's own consistency check found wrong (e.g. an FTS index that no
+    longer matches its rows), or None."""
+    try:
+        store.check(name)
+    except sqlite3.DatabaseError as exc:
+        return f"consistency check failed: {exc}"
+    return None
 
 
 @click.command()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,10 +157,30 @@ def connect(path: Path | str, *, readonly: bool = False, synchronous: str = "FUL
     else:
         db = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S,
                              check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(db)
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     return db
+
+
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another process holds a lock: switching a new file's
+    journal mode can fail at once with "database is locked" (SQLite skips the busy handler
+    there), e.g. when two processes open a fresh home at the same moment."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            mode = None
+        if mode == "wal":
+            return
+        if time.monotonic() >= deadline:
+            raise sqlite3.OperationalError(
+                f"database is locked (could not switch to WAL, journal mode {mode})")
+        time.sleep(0.01)
 
 
 class EventLog:
@@ -233,9 +254,10 @@ class EventLog:
             )
         version = current + 1
         occurred = clock.to_iso(new.occurred_at) if new.occurred_at else recorded_at
+        payload, meta = new.data.to_payload(), new.meta()
         row = (
             new_ulid(), new.stream, version, type_name, cls.schema_version, occurred,
-            recorded_at, dumps(new.data.to_payload()), dumps(new.meta()),
+            recorded_at, dumps(payload), dumps(meta),
         )
         cursor = self.db.execute(
             "INSERT INTO events (id, stream, stream_version, type, schema_version, occurred_at,"
@@ -243,7 +265,11 @@ class EventLog:
             row,
         )
         versions[new.stream] = version
-        event = self._row_to_event((cursor.lastrowid, *row))
+        event = RecordedEvent(
+            seq=cursor.lastrowid, id=row[0], stream=new.stream, stream_version=version,
+            type=type_name, schema_version=cls.schema_version, occurred_at=occurred,
+            recorded_at=recorded_at, payload=payload, meta=meta, registry=self.registry,
+        )
         if key is not None:
             seen_keys[key] = event
         return event, True

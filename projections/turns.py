@@ -57,7 +57,9 @@ class TurnsProjector(Projector):
         )
 
     def check(self, db: sqlite3.Connection) -> None:
-        db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('integrity-check')")
+        # rank = 1 also compares the index with the external content table (the plain form
+        # only checks the index's own structure and misses a doubled or missing entry).
+        db.execute("INSERT INTO turns_fts (turns_fts, rank) VALUES ('integrity-check', 1)")
 
 
 @dataclass(frozen=True)
