@@ -9,6 +9,7 @@ import click
 from .context import home_option
 from .log_commands import events, export, import_
 from .logs import setup_logging
+from .memory_commands import journal, memory, recall_cmd, remember
 from .projection_commands import replay, status, sync
 from .worker_command import worker
 
@@ -25,7 +26,8 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
     setup_logging(json_lines=log_json, verbose=verbose)
 
 
-for command in (import_, export, sync, replay, events, status, worker):
+for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
+                journal, memory):
     cli.add_command(command)
 
 

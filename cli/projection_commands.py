@@ -12,7 +12,9 @@ import click
 
 from events import Home
 from projections import ProjectionStore, open_store
+from projections.embedding import load_embedder
 from projections.engine import DEFAULT_BATCH, Progress
+from projections.vectors import active_model, embed_pending, pending_count, refresh_vectors
 
 from .context import current_home, friendly_errors, home_option, opened
 
@@ -34,15 +36,46 @@ def _lag(store: ProjectionStore) -> int:
 @click.command()
 @click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
               help="Events applied per transaction.")
+@click.option("--no-embed", is_flag=True, envvar="DIARIST_NO_EMBED", show_envvar=True,
+              help="Skip the embeddings: neither export the embedding model nor embed new "
+                   "items (recall stays lexical for them until a later sync or the worker "
+                   "embeds them). Vectors of forgotten items are still removed.")
 @home_option
 @friendly_errors
-def sync(batch_size: int) -> None:
-    """Run all pending projection work now, in this process, then exit."""
-    with opened(current_home()) as (_log, store):
+def sync(batch_size: int, no_embed: bool) -> None:
+    """Run all pending projection work now, in this process, then exit.
+
+    Then, unless --no-embed: make sure the embedding model is exported under var/models/
+    and chosen in the log (the first time this imports torch and takes several seconds),
+    and embed every item that has no vector yet."""
+    home = current_home()
+    with opened(home) as (log, store):
         with _progress(_lag(store), "Projecting") as progress:
             moved = store.catch_up_all(batch_size=batch_size, progress=progress)
+        embedded = None
+        if no_embed or "vectors" not in store.projectors:
+            refresh_vectors(store)
+        else:
+            from workers.models import ensure_model
+
+            ensure_model(home, log)  # may append an EmbeddingModelChosen: project it too
+            for name, n in store.catch_up_all(batch_size=batch_size).items():
+                moved[name] += n
+            active = active_model(store)
+            assert active is not None
+            pending = pending_count(store)
+            if pending:  # loading the model costs ~0.3 s: only when there is work
+                embedder = load_embedder(home, active)
+                with _progress(pending, "Embedding") as progress:
+                    embedded = embed_pending(store, embedder, progress=progress)
+            else:
+                embedded = 0
+                refresh_vectors(store)
         for status in store.status():
             click.echo(f"{status.name}: at {status.position} (+{moved[status.name]})")
+        if embedded is not None:
+            click.echo(f"embeddings: {embedded} embedded with {active.model}, "
+                       f"{pending_count(store)} pending")
 
 
 @click.command()
@@ -61,6 +94,7 @@ def replay(verify: bool, batch_size: int) -> None:
             with _progress(log.head() * len(store.projectors), "Replaying") as progress:
                 for name in store.projectors:
                     store.rebuild(name, batch_size=batch_size, progress=progress)
+            refresh_vectors(store)  # the cached vectors are reused: only the file is checked
             for status in store.status():
                 click.echo(f"{status.name}: rebuilt to {status.position}")
             return

@@ -1,12 +1,25 @@
 """The workspace config: one YAML file, ``var/diarist.yaml``, validated on load.
 
-Unknown keys and wrong types are errors that name the key and what is allowed; a missing
-file means every default.
+Unknown keys and wrong values are errors that name the key and what is allowed; a missing
+file (or key) means the default.
+
+```yaml
+memory:
+  budget_pct: 0.25          # share of the model's context window for injected memory
+  top_k: 10                 # scored items at most (after profile, project facts, MEMORY.md)
+  inject_on_start: true     # inject memory when a chat session starts
+  rolling_summary:
+    enabled: true
+    warn_at_pct: 0.80       # compress older turns when history reaches this share
+    keep_turns: 6           # turns kept verbatim when compressing
+queue:
+  redis_url: null           # or $DIARIST_REDIS_URL; default: SQLite at var/queue.db
+```
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 import yaml
@@ -18,12 +31,28 @@ REDIS_ENV = "DIARIST_REDIS_URL"
 
 
 @dataclass(frozen=True)
+class RollingSummaryConfig:
+    enabled: bool = True
+    warn_at_pct: float = 0.80
+    keep_turns: int = 6
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    budget_pct: float = 0.25
+    top_k: int = 10
+    inject_on_start: bool = True
+    rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
+
+
+@dataclass(frozen=True)
 class QueueConfig:
     redis_url: str | None = None
 
 
 @dataclass(frozen=True)
 class Config:
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
 
     @property
@@ -31,26 +60,66 @@ class Config:
         return os.environ.get(REDIS_ENV) or self.queue.redis_url
 
 
-_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
-    "queue": {"redis_url": (str, type(None))},
+def _fraction(low: float, high: float, *, low_open: bool = True):  # type: ignore[no-untyped-def]
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"a number in ({low}, {high}]"
+        if (value <= low if low_open else value < low) or value > high:
+            return f"a number in ({low}, {high}]"
+        return None
+    return check
+
+
+def _int_range(low: int, high: int):  # type: ignore[no-untyped-def]
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return f"an integer from {low} to {high}"
+        return None
+    return check
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _url_or_null(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.startswith(("redis://", "rediss://", "unix://"))):
+        return None
+    return "null or a redis:// URL"
+
+
+_CHECKS: dict[str, Any] = {
+    "memory.budget_pct": _fraction(0.0, 1.0),
+    "memory.top_k": _int_range(1, 1000),
+    "memory.inject_on_start": _boolean,
+    "memory.rolling_summary.enabled": _boolean,
+    "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
+    "memory.rolling_summary.keep_turns": _int_range(0, 1000),
+    "queue.redis_url": _url_or_null,
 }
 
 
-def _check_section(name: str, raw: Any, where: str) -> dict[str, Any]:
-    allowed = _SCHEMA[name]
+def _build(cls: type, raw: Any, prefix: str, where: str) -> Any:
     if raw is None:
-        return {}
+        return cls()
+    names = {f.name: f for f in fields(cls)}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: `{name}` must be a mapping of {sorted(allowed)}")
+        what = f"`{prefix}`" if prefix else "the top level"
+        raise ConfigError(f"{where}: {what} must be a mapping with keys {', '.join(names)}")
+    values = {}
     for key, value in raw.items():
-        if key not in allowed:
-            raise ConfigError(
-                f"{where}: unknown key `{name}.{key}`; allowed keys: {', '.join(sorted(allowed))}"
-            )
-        if not isinstance(value, allowed[key]):
-            kinds = " or ".join("null" if t is type(None) else t.__name__ for t in allowed[key])
-            raise ConfigError(f"{where}: `{name}.{key}` must be {kinds}, got {value!r}")
-    return dict(raw)
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if key not in names:
+            raise ConfigError(f"{where}: unknown key `{path}`; allowed keys: {', '.join(names)}")
+        section = names[key].default_factory
+        if is_dataclass(section):
+            values[key] = _build(section, value, path, where)  # type: ignore[arg-type]
+            continue
+        problem = _CHECKS[path](value)
+        if problem:
+            raise ConfigError(f"{where}: `{path}` must be {problem}, got {value!r}")
+        values[key] = value
+    return cls(**values)
 
 
 def load_config(home: Home) -> Config:
@@ -58,15 +127,7 @@ def load_config(home: Home) -> Config:
     if not path.exists():
         return Config()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
-    for key in raw:
-        if key not in _SCHEMA:
-            raise ConfigError(
-                f"{path}: unknown top-level key `{key}`; allowed: {', '.join(sorted(_SCHEMA))}"
-            )
-    queue = _check_section("queue", raw.get("queue"), str(path))
-    return Config(queue=QueueConfig(**queue))
+    return _build(Config, raw or {}, "", str(path))

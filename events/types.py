@@ -146,6 +146,7 @@ class Remembered(Event):
     text: str
     type: str = "user_preference"
     source: str = "user"
+    session: str = ""
 
 
 @event
@@ -154,6 +155,7 @@ class FactsExtracted(Event):
     from_events: list[str]
     facts: list[str]
     model: str = ""
+    refs: list[str] = field(default_factory=list)
 
 
 @event
@@ -190,8 +192,13 @@ class MemoryFlagged(Event):
 @event
 @dataclass(frozen=True)
 class MemoryForgotten(Event):
+    """``ids``: memory ids, journal entry ids, turn event ids or turn refs. ``texts``: the
+    content being forgotten, resolved when the user asked, so that files written from
+    LLM output (MEMORY.md) can drop the lines that repeat it."""
+
     ids: list[str]
     reason: str = ""
+    texts: list[str] = field(default_factory=list)
 
 
 @event

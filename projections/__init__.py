@@ -4,17 +4,25 @@ from __future__ import annotations
 from events import EventLog, Home
 
 from .engine import ProjectionStatus, ProjectionStore, Projector
+from .journal import JournalProjector
+from .long_term import LongTermProjector
+from .memories import MemoriesProjector
+from .search import SearchProjector
 from .turns import TurnsProjector
 
 
 def all_projectors() -> list[Projector]:
     """Every projector, in catch-up order."""
-    return [TurnsProjector()]
+    from .vectors import VectorsProjector
+
+    return [TurnsProjector(), JournalProjector(), LongTermProjector(), MemoriesProjector(),
+            SearchProjector(), VectorsProjector()]
 
 
 def open_store(home: Home, log: EventLog | None = None) -> ProjectionStore:
     return ProjectionStore(home, log or EventLog(home.events_db), all_projectors())
 
 
-__all__ = ["ProjectionStatus", "ProjectionStore", "Projector", "TurnsProjector", "all_projectors",
+__all__ = ["JournalProjector", "LongTermProjector", "MemoriesProjector", "ProjectionStatus",
+           "ProjectionStore", "Projector", "SearchProjector", "TurnsProjector", "all_projectors",
            "open_store"]

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from events import EventLog, Home, RecordedEvent
@@ -51,6 +53,39 @@ class Projector(ABC):
     def check(self, db: sqlite3.Connection) -> None:
         """Optional consistency check of derived structures (e.g. an FTS index)."""
 
+    # --- file outputs (optional) ---------------------------------------------------------
+    # A projector that writes files under ``var/memory/`` marks a file dirty (inside its
+    # transaction) with :func:`mark_dirty`; after the commit the engine asks it for the file's
+    # content and replaces the file atomically. Dirty marks survive a crash, so a file is
+    # rewritten on the next catch-up if the process died in between.
+
+    def owns_file(self, name: str) -> bool:
+        """Whether a file name in the memory folder is this projector's output."""
+        return False
+
+    def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
+        """The file's content from the projection's rows (None: the file should not exist)."""
+        return None
+
+
+def write_file(path: Path, content: str | None) -> None:
+    """Replace ``path`` atomically (temp file, fsync, rename); None removes it."""
+    if content is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def mark_dirty(db: sqlite3.Connection, projector: Projector, name: str) -> None:
+    db.execute("INSERT OR IGNORE INTO projection_dirty (name, file) VALUES (?, ?)",
+               (projector.name, name))
+
 
 @dataclass(frozen=True)
 class ProjectionStatus:
@@ -78,6 +113,13 @@ class ProjectionStore:
             "CREATE TABLE IF NOT EXISTS projection_state ("
             " name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"
         )
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS projection_dirty ("
+            " name TEXT NOT NULL, file TEXT NOT NULL, PRIMARY KEY (name, file))"
+        )
+        # Forgetting must leave no copy behind in free pages.
+        self.db.execute("PRAGMA secure_delete=ON")
+        self.files_dir = home.memory_dir
 
     def close(self) -> None:
         self.db.close()
@@ -122,13 +164,39 @@ class ProjectionStore:
         state = self._state(projector.name)
         if state is not None and state[1] == projector.version:
             return state[0]
+        self._drop(projector)
+        return 0
+
+    def _drop(self, projector: Projector) -> None:
+        """Inside a write transaction: empty the output and reset the position. Files the
+        projector owns are marked dirty, so they are rewritten (or removed) after commit."""
         projector.drop(self.db)
         projector.create(self.db)
         self.db.execute(
             "INSERT OR REPLACE INTO projection_state (name, position, version) VALUES (?, 0, ?)",
             (projector.name, projector.version),
         )
-        return 0
+        for name in self._owned_files(projector):
+            mark_dirty(self.db, projector, name)
+
+    def _owned_files(self, projector: Projector) -> list[str]:
+        if not self.files_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.files_dir.iterdir()
+                      if p.is_file() and projector.owns_file(p.name))
+
+    def materialize(self, projector: Projector) -> int:
+        """Write every dirty file of ``projector`` from its rows; returns how many."""
+        names = [row[0] for row in self.db.execute(
+            "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file", (projector.name,))]
+        for name in names:
+            if not projector.owns_file(name):
+                raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
+            content = projector.file_content(self.db, name)
+            write_file(self.files_dir / name, content)
+            self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
+                            (projector.name, name))
+        return len(names)
 
     # --- work ---------------------------------------------------------------------------
 
@@ -137,6 +205,7 @@ class ProjectionStore:
         """Apply every event after the stored position (up to ``upto``); returns how many
         events the position moved over."""
         projector = self.projector(name)
+        self.materialize(projector)  # files a crashed run left dirty
         moved = 0
         while True:
             self.db.execute("BEGIN IMMEDIATE")
@@ -155,6 +224,7 @@ class ProjectionStore:
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
+            self.materialize(projector)
             if not events:
                 return moved
             moved += len(events)
@@ -171,16 +241,12 @@ class ProjectionStore:
         projector = self.projector(name)
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            projector.drop(self.db)
-            projector.create(self.db)
-            self.db.execute(
-                "INSERT OR REPLACE INTO projection_state (name, position, version) VALUES (?, 0, ?)",
-                (name, projector.version),
-            )
+            self._drop(projector)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        self.materialize(projector)
 
     def rebuild(self, name: str, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
                 progress: Progress | None = None) -> int:
@@ -195,6 +261,9 @@ class ProjectionStore:
             for row in projector.canonical_rows(self.db):
                 hasher.update(json.dumps(list(row), ensure_ascii=False, separators=(",", ":")).encode())
                 hasher.update(b"\n")
+            for file in self._owned_files(projector):
+                hasher.update(f"file {file}\n".encode())
+                hasher.update((self.files_dir / file).read_bytes())
         return hasher.hexdigest()
 
     def check(self, name: str) -> None:

@@ -16,12 +16,17 @@ from events.types import TURN_TYPES
 
 from .engine import Projector
 from .fts import match_any
+from .items import forget_keys
+from .secrets import scrub
 
 
 class TurnsProjector(Projector):
+    """Turn text is scrubbed of secrets; a ``MemoryForgotten`` naming a turn's event id or
+    ref removes it."""
+
     name = "turns"
-    handles = TURN_TYPES
-    version = 1
+    handles = TURN_TYPES | {"MemoryForgotten"}
+    version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
         db.execute(
@@ -40,16 +45,32 @@ class TurnsProjector(Projector):
         db.execute("DROP TABLE IF EXISTS turns")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        if event.type == "MemoryForgotten":
+            self._forget(db, forget_keys(event))
+            return
         payload = event.payload
         row = (event.seq, event.id, payload["session"], ROLES_BY_TYPE[event.type],
-               payload.get("name", ""), payload["text"], event.occurred_at, event.ref)
+               payload.get("name", ""), scrub(payload["text"]), event.occurred_at, event.ref)
         inserted = db.execute(
             "INSERT OR IGNORE INTO turns (seq, event_id, session, role, name, text, at, ref)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row,
         ).rowcount
         if inserted:  # a duplicate is already done
             db.execute("INSERT INTO turns_fts (rowid, text, name) VALUES (?, ?, ?)",
-                       (event.seq, payload["text"], row[4]))
+                       (event.seq, row[5], row[4]))
+
+    def _forget(self, db: sqlite3.Connection, ids: list[str]) -> None:
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        rows = db.execute(f"SELECT seq, text, name FROM turns WHERE event_id IN ({marks})"
+                          f" OR ref IN ({marks})", ids + ids).fetchall()
+        for seq, text, name in rows:
+            db.execute("INSERT INTO turns_fts (turns_fts, rowid, text, name)"
+                       " VALUES ('delete', ?, ?, ?)", (seq, text, name))
+            db.execute("DELETE FROM turns WHERE seq = ?", (seq,))
+        if rows:
+            db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('optimize')")
 
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
         return db.execute(

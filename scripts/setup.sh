@@ -15,4 +15,11 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 
 python -m pip install --quiet --upgrade pip
+# torch first, pinned: sentence-transformers (which exports the embedding model to ONNX) depends
+# on torch, and with torch already installed pip keeps it instead of resolving a CUDA build
+# with its nvidia-* packages. This machine's wheel folder holds the CPU build (2.13.0+cpu).
+python -m pip install --quiet torch==2.13.0
 python -m pip install --quiet -e '.[test]'
+if python -m pip list 2>/dev/null | grep -qi '^nvidia-'; then
+  echo "setup: nvidia-* packages are installed; diarist needs none (CPU only)" >&2
+fi

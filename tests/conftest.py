@@ -61,3 +61,38 @@ def subprocess_env(home: Home) -> dict[str, str]:
     env["DIARIST_HOME"] = str(home.root)
     env["PYTHONPATH"] = str(REPO)
     return env
+
+
+# --- embeddings (tests/test_embedding.py, tests/test_vectors.py) -----------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_embed_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`diarist sync` embeds by default, which on a fresh home exports the model (torch, several
+    seconds) and appends an `EmbeddingModelChosen`; tests that want that opt in by deleting
+    the variable (subprocesses inherit it through `subprocess_env`)."""
+    monkeypatch.setenv("DIARIST_NO_EMBED", "1")
+
+
+@pytest.fixture(scope="session")
+def exported_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 exported once per test session (fp32, int8, tokenizer.json): the
+    folder that `var/models/all-MiniLM-L6-v2` of a home would be."""
+    from projections.embedding import BASE_MODEL, model_checksum
+    from workers.models import export_model
+
+    target = tmp_path_factory.mktemp("models") / BASE_MODEL
+    export_model(target)
+    for variant in ("fp32", "int8"):  # write the checksum sidecars once, copied with the files
+        model_checksum(target / f"model-{variant}.onnx", target / "tokenizer.json")
+    return target
+
+
+@pytest.fixture
+def model_home(home: Home, exported_model: Path) -> Home:
+    """``home`` with the exported files copied into ``var/models/`` (copies, not links: tests
+    may damage them), so `ensure_model` finds them and exports nothing."""
+    import shutil
+
+    shutil.copytree(exported_model, home.models_dir / exported_model.name)
+    return home

@@ -17,8 +17,11 @@ from events import EventLog, Home
 from events.types import UserTurn
 from projections import open_store
 from workers import PROJECTION_TASKS, configure, enqueue_catch_up, huey
+from workers.tasks import EMBED_TASK
 
 from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
+
+QUEUED = [*PROJECTION_TASKS, EMBED_TASK]  # the projections, then embed.pending
 
 
 def append_turns(home: Home, n: int) -> int:
@@ -36,7 +39,7 @@ def position(home: Home) -> int:
 def test_immediate_mode_runs_catch_up_inline(home: Home) -> None:
     configure(home, immediate=True)
     head = append_turns(home, 5)
-    assert enqueue_catch_up() == ["turns"]
+    assert enqueue_catch_up() == QUEUED
     assert position(home) == head
 
 
@@ -54,9 +57,9 @@ def test_sqlite_queue_lives_in_the_home_and_coalesces(home: Home) -> None:
     configure(home)
     assert huey.storage_class is SqliteStorage and Path(huey.storage.filename) == home.queue_db
     huey.flush()
-    assert enqueue_catch_up() == ["turns"]
+    assert enqueue_catch_up() == QUEUED
     assert enqueue_catch_up() == []  # one waiting catch-up per projection is enough
-    assert huey.pending_count() == 1
+    assert huey.pending_count() == len(QUEUED)
 
 
 # --- Redis ---------------------------------------------------------------------------------
@@ -99,7 +102,8 @@ def test_redis_url_from_env_selects_redis(home: Home, redis_url: str,
     configure(home)
     assert issubclass(huey.storage_class, RedisStorage)
     huey.flush()
-    assert enqueue_catch_up() == ["turns"] and huey.pending_count() == 1
+    assert enqueue_catch_up() == QUEUED
+    assert huey.pending_count() == len(QUEUED)
     assert not home.queue_db.exists()
 
 

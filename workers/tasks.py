@@ -2,19 +2,25 @@
 
 One task per projector (``project.<name>``) catches that projector up under a huey lock, so
 two workers never do the same catch-up at once (correctness does not rest on the lock: the
-engine reads the position inside its write transaction). :func:`enqueue_catch_up` is called
-after every append; it skips a projector whose task is already waiting in the queue.
+engine reads the position inside its write transaction). ``embed.pending`` embeds the
+items the vectors projection has no vector for yet, with the model the log chose (it never
+exports one: that needs torch and is ``diarist sync``'s job), and brings the vector matrix
+file up to date. :func:`enqueue_catch_up` is called after every append; it queues the
+projection tasks, then ``embed.pending``, skipping any task already waiting in the queue.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import structlog
 from huey import crontab
 from huey.exceptions import TaskLockedException
 from huey.storage import RedisStorage
 
 from events import EventLog
 from projections import all_projectors, open_store
+from projections.embedding import ModelUnavailable, load_embedder
+from projections.vectors import active_model, embed_pending, pending_count, refresh_vectors
 
 from .app import bound_home, huey
 
@@ -47,16 +53,50 @@ def _make_task(name: str) -> Callable[..., object]:
 
 
 PROJECTION_TASKS = {p.name: _make_task(p.name) for p in all_projectors()}
+EMBED_TASK = "embed.pending"
+
+
+def embed_now() -> int:
+    """Embed what is pending with the active model (loaded once per worker process, and only
+    when there is something to embed); returns how many texts. With no model chosen (or its
+    files unusable: logged) only the matrix file is refreshed, so vectors of forgotten items
+    leave it either way."""
+    home = bound_home()
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        active = active_model(store)
+        if active is not None and pending_count(store):
+            try:
+                embedder = load_embedder(home, active)
+            except ModelUnavailable as exc:
+                structlog.get_logger("diarist.worker").warning(
+                    "embed.model_unavailable", error=str(exc), hint=exc.hint)
+            else:
+                return embed_pending(store, embedder)
+        refresh_vectors(store)
+        return 0
+
+
+@huey.task(name=EMBED_TASK)
+def embed_pending_task() -> int | None:
+    try:
+        with huey.lock_task(EMBED_TASK, ttl=_lock_ttl()):
+            return embed_now()
+    except TaskLockedException:
+        return None  # another worker is embedding; the next enqueue picks up the rest
 
 
 def enqueue_catch_up() -> list[str]:
-    """Queue a catch-up for each projector that has none waiting; returns their names."""
+    """Queue a catch-up for each projector that has none waiting, then ``embed.pending``
+    (so it runs after them); returns the projector names queued, and ``embed.pending``."""
     waiting = {task.name for task in huey.pending()}
     queued = []
     for name, task in PROJECTION_TASKS.items():
         if f"project.{name}" not in waiting:
             task()
             queued.append(name)
+    if EMBED_TASK not in waiting:
+        embed_pending_task()
+        queued.append(EMBED_TASK)
     return queued
 
 

@@ -1,0 +1,275 @@
+"""Sentence embeddings on the CPU: all-MiniLM-L6-v2 exported to ONNX, run with onnxruntime.
+
+The hot path (a chat's recall, the worker embedding new items) needs only ``onnxruntime``,
+``tokenizers`` and ``numpy`` — never torch or sentence-transformers, which take seconds to
+import. Those are imported lazily, so importing :mod:`projections` stays fast.
+
+What sentence-transformers does for this model, and so what :class:`OnnxEmbedder` does:
+BERT WordPiece tokenisation (lower-cased, ``[CLS] … [SEP]``) truncated at 256 tokens (the
+model's ``max_seq_length``), the transformer's last hidden state, mean pooling over the
+attention mask, L2 normalisation. The ONNX graph holds only the transformer (exported by
+:mod:`workers.models`); pooling and normalisation run here in numpy.
+
+The files live under ``var/models/<base>/`` (see :func:`model_files`); which model is active is
+an ``EmbeddingModelChosen`` event in the log, and :func:`load_embedder` refuses files whose
+checksum differs from the one that event recorded.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from events import DiaristError, Home
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .engine import ProjectionStore
+
+BASE_MODEL = "all-MiniLM-L6-v2"
+DIMENSION = 384
+MAX_SEQ_LENGTH = 256
+VARIANTS = ("fp32", "int8")
+TOKENIZER_FILE = "tokenizer.json"
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class ModelUnavailable(DiaristError):
+    """The chosen embedding model's files are missing or are not the recorded ones."""
+
+
+def model_id(variant: str, base: str = BASE_MODEL) -> str:
+    """``all-MiniLM-L6-v2-int8`` for the int8 variant."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown model variant {variant!r} (known: {', '.join(VARIANTS)})")
+    return f"{base}-{variant}"
+
+
+def split_model_id(model: str) -> tuple[str, str]:
+    """``all-MiniLM-L6-v2-int8`` → (``all-MiniLM-L6-v2``, ``int8``)."""
+    base, _, variant = model.rpartition("-")
+    if not base or variant not in VARIANTS:
+        raise ModelUnavailable(f"unknown embedding model {model!r}",
+                               hint=f"Known variants: {', '.join(VARIANTS)}.")
+    return base, variant
+
+
+def model_dir(home: Home, model: str) -> Path:
+    return home.models_dir / split_model_id(model)[0]
+
+
+def model_files(home: Home, model: str) -> tuple[Path, Path]:
+    """(ONNX file, tokenizer file) of a model id under ``var/models/``."""
+    base, variant = split_model_id(model)
+    folder = home.models_dir / base
+    return folder / f"model-{variant}.onnx", folder / TOKENIZER_FILE
+
+
+# --- checksums ------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def cached_sha256(path: Path) -> str:
+    """sha256 of a file, remembered in ``<file>.sha256`` with its size and mtime so that a
+    cold process does not hash 23–90 MB to open a model it has verified before."""
+    stat = path.stat()
+    sidecar = _sidecar(path)
+    try:
+        known = json.loads(sidecar.read_text(encoding="utf-8"))
+        if known["size"] == stat.st_size and known["mtime_ns"] == stat.st_mtime_ns:
+            return str(known["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    value = sha256_file(path)
+    record = {"sha256": value, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, sidecar)
+    except OSError:  # a read-only models folder: just do not remember
+        tmp.unlink(missing_ok=True)
+    return value
+
+
+def model_checksum(model_file: Path, tokenizer_file: Path) -> str:
+    """The checksum an ``EmbeddingModelChosen`` records: sha256 of the manifest
+    ``"<sha256 of the ONNX file>  model\\n<sha256 of tokenizer.json>  tokenizer\\n"`` — both
+    files decide the vectors. Each line can be checked with ``sha256sum``."""
+    manifest = f"{cached_sha256(model_file)}  model\n{cached_sha256(tokenizer_file)}  tokenizer\n"
+    return hashlib.sha256(manifest.encode()).hexdigest()
+
+
+# --- the embedder ---------------------------------------------------------------------------
+
+
+class OnnxEmbedder:
+    """Embeds texts with an exported sentence-transformer: L2-normalised float32 vectors.
+
+    ``threads``: onnxruntime intra-op threads (default: every core). ``model_id`` names the
+    vectors in the embeddings cache; :func:`load_embedder` sets it to the active model's key.
+    """
+
+    def __init__(self, model_file: str | os.PathLike[str], tokenizer_file: str | os.PathLike[str],
+                 threads: int | None = None, *, model_id: str | None = None,
+                 batch_size: int = 32, max_length: int = MAX_SEQ_LENGTH) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.model_file = Path(model_file)
+        self.tokenizer_file = Path(tokenizer_file)
+        self.model_id = model_id or self.model_file.stem
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.calls = 0  # texts embedded so far (tests and benchmarks read it)
+
+        self.tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+        self.tokenizer.no_padding()  # we pad per length-sorted batch ourselves
+        self.tokenizer.enable_truncation(max_length)
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(self.model_file), options,
+                                            providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        unknown = set(self.inputs) - set(INPUT_NAMES)
+        if unknown:
+            raise ModelUnavailable(f"{self.model_file} wants unknown inputs {sorted(unknown)}")
+        shape = self.session.get_outputs()[0].shape
+        self.dimension = shape[-1] if isinstance(shape[-1], int) else DIMENSION
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """One L2-normalised float32 row per text, in the input's order: shape (n, 384)."""
+        import numpy as np
+
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(texts)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        order = np.argsort(lengths, kind="stable")  # similar lengths together: little padding
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start:start + self.batch_size]
+            width = int(lengths[chosen].max())
+            ids = np.zeros((len(chosen), width), dtype=np.int64)
+            mask = np.zeros((len(chosen), width), dtype=np.int64)
+            types = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, index in enumerate(chosen):
+                encoding = encodings[index]
+                n = len(encoding.ids)
+                ids[row, :n] = encoding.ids
+                mask[row, :n] = 1
+                types[row, :n] = encoding.type_ids
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            hidden = self.session.run(None, {name: feed[name] for name in self.inputs})[0]
+            out[chosen] = _mean_pool_normalise(hidden, mask)
+        self.calls += len(texts)
+        return out
+
+    def embed_one(self, text: str) -> "np.ndarray":
+        """A query's vector, shape (384,)."""
+        return self.embed([text])[0]
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self.model_id!r}, {self.model_file})"
+
+
+def _mean_pool_normalise(hidden: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
+    pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+# --- the active model of a home ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveModel:
+    """The model the last ``EmbeddingModelChosen`` projected into the vectors projection.
+
+    ``key`` names its vectors in the cache: the model id and the first 16 hex digits of the
+    checksum, so vectors of two different files of one model id never mix."""
+
+    model: str
+    dimension: int
+    checksum: str
+
+    @property
+    def key(self) -> str:
+        return model_key(self.model, self.checksum)
+
+
+def model_key(model: str, checksum: str) -> str:
+    return f"{model}@{checksum[:16]}"
+
+
+_EMBEDDERS: dict[tuple[str, str, int | None], OnnxEmbedder] = {}
+
+
+def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *,
+                  verify: bool = True, cache: bool = True) -> OnnxEmbedder:
+    """An embedder for ``active`` from ``var/models/``; raises :class:`ModelUnavailable` when
+    the files are missing or their checksum is not the recorded one (``diarist sync``
+    re-exports them). Loaded once per process (``cache``)."""
+    model_file, tokenizer_file = model_files(home, active.model)
+    cache_key = (str(model_file), active.checksum, threads)
+    if cache and cache_key in _EMBEDDERS:
+        return _EMBEDDERS[cache_key]
+    if not model_file.is_file() or not tokenizer_file.is_file():
+        raise ModelUnavailable(
+            f"embedding model {active.model} is not in {model_file.parent}",
+            hint="Run `diarist sync` to export it again.")
+    if verify:
+        found = model_checksum(model_file, tokenizer_file)
+        if found != active.checksum:
+            raise ModelUnavailable(
+                f"{model_file} has checksum {found[:16]}…, the log recorded "
+                f"{active.checksum[:16]}…",
+                hint="Run `diarist sync`: it exports the model again and records it.")
+    embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key)
+    if embedder.dimension != active.dimension:
+        raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional vectors, "
+                               f"the log recorded {active.dimension}")
+    if cache:
+        _EMBEDDERS[cache_key] = embedder
+    return embedder
+
+
+def active_embedder(home: Home, store_or_db: "ProjectionStore | sqlite3.Connection",
+                    threads: int | None = None) -> OnnxEmbedder | None:
+    """The embedder of the model the vectors projection has active, or None when no model has
+    been chosen yet or its files are unusable (then recall is lexical only)."""
+    from .vectors import active_model
+
+    active = active_model(store_or_db)
+    if active is None:
+        return None
+    try:
+        return load_embedder(home, active, threads)
+    except ModelUnavailable:
+        return None
+

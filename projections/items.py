@@ -1,0 +1,132 @@
+"""Searchable items: what the search index and the vectors hold, derived from events.
+
+One pure function, :func:`items_from`, says which items an event adds, and
+:func:`forget_keys` which keys a ``MemoryForgotten`` removes; the search and vectors
+projectors (and the journal) share them so that they can never disagree. Every item's
+content has passed :func:`projections.secrets.scrub`.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from events import RecordedEvent
+
+from .secrets import scrub
+
+TURN, JOURNAL, MEMORY, LONG_TERM = "turn", "journal", "memory", "long_term"
+MEMORY_TYPES = ("workspace_profile", "project_fact", "tool_use", "workflow", "user_preference")
+
+
+@dataclass(frozen=True)
+class Item:
+    source: str
+    id: str
+    content: str
+    at: str
+    refs: tuple[str, ...] = ()
+    session: str = ""
+    type: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}:{self.id}"
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _own_refs(event: RecordedEvent) -> tuple[str, ...]:
+    """A note's refs: its own external ref when it has one (no turn behind it)."""
+    return (event.ref,) if event.ref else ()
+
+
+def turn_item(event: RecordedEvent) -> Item:
+    p = event.payload
+    speaker = p.get("name") or ("user" if event.type == "UserTurn" else "assistant")
+    return Item(TURN, event.id, f"{speaker}: {scrub(p['text'])}", event.occurred_at,
+                (event.ref or event.id,), p["session"])
+
+
+def journal_items(event: RecordedEvent) -> list[Item]:
+    p = event.payload
+    if event.type == "Remembered":
+        return [Item(JOURNAL, event.id, scrub(p["text"]), event.occurred_at,
+                     _own_refs(event), p.get("session", ""), p.get("type", ""),
+                     {"source": p.get("source", "user")})]
+    if event.type == "FactsExtracted":
+        refs = tuple(p.get("refs") or p.get("from_events") or ())
+        return [Item(JOURNAL, f"{event.id}.{i}", scrub(fact), event.occurred_at, refs,
+                     extra={"source": p.get("model") or "extractor"})
+                for i, fact in enumerate(p["facts"]) if fact.strip()]
+    return []
+
+
+def memory_items(event: RecordedEvent) -> list[Item]:
+    """Typed memory records an event creates (status changes are the memories projector's)."""
+    p = event.payload
+    if event.type == "Remembered":
+        return [Item(MEMORY, event.id, scrub(p["text"]), event.occurred_at,
+                     _own_refs(event), p.get("session", ""), p.get("type") or "user_preference",
+                     {"source": p.get("source", "user"), "confidence": 1.0})]
+    if event.type == "MemoriesMined":
+        out = []
+        for m in p["memories"]:
+            out.append(Item(MEMORY, str(m["id"]), scrub(str(m["content"])), event.occurred_at,
+                            tuple(m.get("refs") or ()), p.get("session", ""),
+                            m.get("type") or "user_preference",
+                            {k: m[k] for k in ("kind", "action", "confidence", "tags") if k in m}))
+        return out
+    if event.type == "ProfileSet":
+        return [Item(MEMORY, f"profile:{key}", scrub(f"{key}: {value}"), event.occurred_at,
+                     (), "", "workspace_profile")
+                for key, value in sorted(p["fields"].items()) if str(value).strip()]
+    if event.type == "ProjectFactsDetected":
+        out = []
+        for fact in p["facts"]:
+            key = str(fact.get("key") or fact.get("name") or content_hash(str(fact))[:12])
+            text = str(fact.get("value") if "value" in fact else fact.get("content", ""))
+            out.append(Item(MEMORY, f"project:{key}", scrub(f"{key}: {text}"), event.occurred_at,
+                            tuple(fact.get("sources") or ()), "", "project_fact"))
+        return out
+    return []
+
+
+_HEADING = re.compile(r"^#{1,6}\s")
+
+
+def long_term_sections(event: RecordedEvent, content: str) -> list[Item]:
+    """MEMORY.md split at headings (a section keeps its heading), blank sections dropped."""
+    sections: list[list[str]] = [[]]
+    for line in content.splitlines():
+        if _HEADING.match(line) and any(s.strip() for s in sections[-1]):
+            sections.append([])
+        sections[-1].append(line)
+    out = []
+    for n, lines in enumerate(s for s in sections if any(x.strip() for x in s)):
+        out.append(Item(LONG_TERM, f"{event.id}#{n}", "\n".join(lines).strip(), event.occurred_at))
+    return out
+
+
+def items_from(event: RecordedEvent) -> list[Item]:
+    """Every searchable item an event adds (MEMORY.md sections come from the long-term
+    projector, which caps the file first)."""
+    if event.type in ("UserTurn", "AssistantTurn"):
+        return [turn_item(event)]
+    return journal_items(event) + memory_items(event)
+
+
+def forget_keys(event: RecordedEvent) -> list[str]:
+    """The ids a ``MemoryForgotten`` names: memory / journal ids, turn event ids or refs."""
+    return [str(i) for i in event.payload.get("ids", [])]
+
+
+def forget_texts(event: RecordedEvent) -> list[str]:
+    return [scrub(t) for t in event.payload.get("texts", []) if t.strip()]

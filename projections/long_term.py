@@ -1,0 +1,143 @@
+"""The long_term projection: ``var/memory/MEMORY.md`` from the latest ``LongTermRewritten``.
+
+The file is capped at 12,288 characters: over the cap it is cut at a line boundary and a
+marker line says so. A ``MemoryForgotten`` drops every line that repeats forgotten content,
+now and in later rewrites. To do that without keeping a copy of the forgotten text, a
+projection keeps only (length, sha256) of its normalised form and compares windows of each
+line against them.
+"""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from events import RecordedEvent
+
+from .engine import Projector, mark_dirty
+from .items import forget_texts
+from .secrets import scrub
+
+FILE = "MEMORY.md"
+CAP = 12_288
+MARKER = "[… MEMORY.md truncated at {cap} characters]"
+Mark = tuple[int, str]
+
+
+def cap(content: str, limit: int = CAP) -> str:
+    """``content`` cut at the last line boundary that leaves room for the marker."""
+    if len(content) <= limit:
+        return content
+    marker = MARKER.format(cap=limit)
+    room = limit - len(marker) - 1
+    cut = content.rfind("\n", 0, room + 1)
+    head = content[:cut + 1] if cut >= 0 else ""
+    return head + marker
+
+
+def render(content: str, marks: Iterable[Mark]) -> str:
+    """What MEMORY.md shows for a rewrite: secrets masked, forgotten lines dropped, capped."""
+    return cap(without_forgotten(scrub(content), marks))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def forget_marks(texts: Iterable[str]) -> list[Mark]:
+    return [(len(n), _digest(n)) for n in (_normal(t) for t in texts) if n]
+
+
+def _repeats(line: str, marks: dict[int, set[str]]) -> bool:
+    text = _normal(line)
+    for length, digests in marks.items():
+        for start in range(0, len(text) - length + 1):
+            if _digest(text[start:start + length]) in digests:
+                return True
+    return False
+
+
+def without_forgotten(content: str, marks: Iterable[Mark]) -> str:
+    by_length: dict[int, set[str]] = {}
+    for length, digest in marks:
+        by_length.setdefault(length, set()).add(digest)
+    if not by_length:
+        return content
+    return "".join(line for line in content.splitlines(keepends=True)
+                   if not _repeats(line, by_length))
+
+
+class ForgetMarks:
+    """A projection's own table of forget marks (create/drop/add/read)."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+
+    def create(self, db: sqlite3.Connection) -> None:
+        db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                   " length INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (length, digest))")
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        db.execute(f"DROP TABLE IF EXISTS {self.table}")
+
+    def add(self, db: sqlite3.Connection, event: RecordedEvent) -> list[Mark]:
+        marks = forget_marks(forget_texts(event))
+        db.executemany(f"INSERT OR IGNORE INTO {self.table} (length, digest) VALUES (?, ?)", marks)
+        return marks
+
+    def all(self, db: sqlite3.Connection) -> list[Mark]:
+        return [(row[0], row[1]) for row in db.execute(f"SELECT length, digest FROM {self.table}")]
+
+
+class LongTermProjector(Projector):
+    name = "long_term"
+    handles = frozenset({"LongTermRewritten", "MemoryForgotten"})
+    version = 1
+    marks = ForgetMarks("long_term_forgotten")
+
+    def create(self, db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE IF NOT EXISTS long_term ("
+                   " id INTEGER PRIMARY KEY CHECK (id = 1), content TEXT NOT NULL,"
+                   " event_id TEXT NOT NULL, at TEXT NOT NULL)")
+        self.marks.create(db)
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        db.execute("DROP TABLE IF EXISTS long_term")
+        self.marks.drop(db)
+
+    def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        if event.type == "MemoryForgotten":
+            marks = self.marks.add(db, event)
+            current = read_long_term(db)
+            if not marks or not current:
+                return
+            db.execute("UPDATE long_term SET content = ? WHERE id = 1",
+                       (without_forgotten(current, marks),))
+        else:
+            content = render(event.payload["content"], self.marks.all(db))
+            db.execute("INSERT OR REPLACE INTO long_term (id, content, event_id, at)"
+                       " VALUES (1, ?, ?, ?)", (content, event.id, event.occurred_at))
+        mark_dirty(db, self, FILE)
+
+    def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
+        yield from db.execute("SELECT content, event_id, at FROM long_term")
+        yield from db.execute("SELECT length, digest FROM long_term_forgotten ORDER BY 1, 2")
+
+    def owns_file(self, name: str) -> bool:
+        return name == FILE
+
+    def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
+        return read_long_term(db) or None
+
+
+def read_long_term(db: sqlite3.Connection) -> str:
+    try:
+        row = db.execute("SELECT content FROM long_term WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:  # not projected yet
+        return ""
+    return row[0] if row else ""

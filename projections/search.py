@@ -1,0 +1,128 @@
+"""The search projection: one FTS5 index over turns, journal entries, memories and
+MEMORY.md sections (see :mod:`projections.item_index` for what goes in and out)."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events import RecordedEvent
+
+from .fts import query_terms, quoted_any
+from .item_index import ItemIndexProjector
+from .items import Item
+
+
+class SearchProjector(ItemIndexProjector):
+    name = "search"
+    version = 2
+    table = "search_items"
+
+    def create(self, db: sqlite3.Connection) -> None:
+        self.create_items_table(db)
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("
+                   " content, tokenize='porter unicode61')")
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        db.execute("DROP TABLE IF EXISTS search_fts")
+        self.drop_items_table(db)
+
+    def store(self, db: sqlite3.Connection, rowid: int, item: Item) -> None:
+        db.execute("INSERT INTO search_fts (rowid, content) VALUES (?, ?)", (rowid, item.content))
+
+    def unstore(self, db: sqlite3.Connection, rowid: int, key: str) -> None:
+        db.execute("DELETE FROM search_fts WHERE rowid = ?", (rowid,))
+
+    def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        super().apply(db, event)
+        if event.type == "MemoryForgotten":
+            # merge the index so no segment keeps the forgotten terms (secure_delete zeroes
+            # the freed pages)
+            db.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
+
+    def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
+        return db.execute(
+            "SELECT i.key, i.refs, i.at, i.session, i.type, i.content_hash, i.seq, f.content"
+            " FROM search_items i JOIN search_fts f ON f.rowid = i.rowid ORDER BY i.key")
+
+    def check(self, db: sqlite3.Connection) -> None:
+        db.execute("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')")
+        orphans = db.execute(
+            "SELECT (SELECT COUNT(*) FROM search_items) - (SELECT COUNT(*) FROM search_fts)"
+        ).fetchone()[0]
+        if orphans:
+            raise sqlite3.DatabaseError(f"search index and items differ by {orphans} rows")
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+    source: str
+    id: str
+    content: str
+    at: str
+    refs: list[str]
+    session: str
+    type: str
+    content_hash: str
+    score: float
+
+
+# A term found in more than this share of the items says little about any of them (a low
+# IDF) but costs the most: BM25 must score every item it matches. Such terms are left out
+# of the query when a rarer one remains.
+COMMON_TERM_SHARE = 0.02
+
+
+def _selective_terms(db: sqlite3.Connection, query: str) -> list[str]:
+    terms = query_terms(query)
+    if len(terms) < 2:
+        return terms
+    total = db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0]
+    limit = max(COMMON_TERM_SHARE * total, 50)
+    frequency = {t: db.execute("SELECT COUNT(*) FROM search_fts WHERE search_fts MATCH ?",
+                               (f'"{t}"',)).fetchone()[0] for t in terms}
+    rare = [t for t in terms if frequency[t] <= limit]
+    return rare or [min(terms, key=lambda t: frequency[t])]
+
+
+def search(db: sqlite3.Connection, query: str, k: int = 20,
+           sources: Sequence[str] | None = None) -> list[Hit]:
+    """BM25-ranked items (best first; ``score`` is -bm25, higher is better)."""
+    try:
+        expression = quoted_any(_selective_terms(db, query))
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    if expression is None:
+        return []
+    where, args = "search_fts MATCH ?", [expression]
+    if sources:
+        where += f" AND i.source IN ({','.join('?' * len(sources))})"
+        args += list(sources)
+    try:
+        rows = db.execute(
+            "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
+            " i.content_hash, -bm25(search_fts) FROM search_fts f"
+            " JOIN search_items i ON i.rowid = f.rowid"
+            f" WHERE {where} ORDER BY bm25(search_fts) LIMIT ?", args + [k]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [Hit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9])
+            for r in rows]
+
+
+def items_by_key(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Hit]:
+    if not keys:
+        return {}
+    rows = db.execute(
+        "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
+        " i.content_hash, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
+        f" WHERE i.key IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
+    return {r[0]: Hit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9])
+            for r in rows}

@@ -1,0 +1,55 @@
+"""The semantic half of recall: embed the query with the active model, search the vectors."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from events import Home
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import ProjectionStore
+
+
+class SemanticSearch:
+    """Cosine search for recall. The embedder loads on first use; the last query's vector
+    is kept, so ``nearest`` and ``cosines`` of one recall embed it once."""
+
+    def __init__(self, home: Home, store: "ProjectionStore") -> None:
+        self.home, self.store = home, store
+        self._last: tuple[str, Any] | None = None
+
+    def _vector(self, query: str) -> Any | None:
+        from .embedding import active_embedder
+
+        if self._last and self._last[0] == query:
+            return self._last[1]
+        embedder = active_embedder(self.home, self.store)
+        if embedder is None or not query.strip():
+            return None
+        vector = embedder.embed([query])[0]
+        self._last = (query, vector)
+        return vector
+
+    def nearest(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest items as (item key, cosine), best first."""
+        from .vectors import vector_search
+
+        vector = self._vector(query)
+        return [] if vector is None else vector_search(self.store, self.home, vector, k)
+
+    def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]:
+        """Exact cosines of the given items (those not embedded yet are absent)."""
+        from .vectors import vector_search
+
+        wanted = sorted(set(keys))
+        vector = self._vector(query)
+        if vector is None or not wanted:
+            return {}
+        return dict(vector_search(self.store, self.home, vector, len(wanted), keys_filter=wanted))
+
+
+def semantic_searcher(home: Home, store: "ProjectionStore") -> SemanticSearch | None:
+    """None when no embedding model is active (recall is then lexical only)."""
+    from .vectors import active_model
+
+    return SemanticSearch(home, store) if active_model(store) is not None else None

@@ -1,0 +1,199 @@
+"""Journal, MEMORY.md, typed memories and the search index: projected from events,
+rebuildable, crash-safe files, and forgetting."""
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import projections.engine as engine
+from events import EventLog, Home
+from events.types import (FactsExtracted, LongTermRewritten, MemoriesMerged, MemoriesMined,
+                          MemoryFlagged, MemoryForgotten, MemorySuperseded, ProfileSet,
+                          Remembered, UserTurn)
+from projections import open_store
+from projections.long_term import CAP, MARKER, cap
+from projections.memories import get_memory, list_memories
+from projections.search import search
+
+UTC = dt.timezone.utc
+
+
+def at(day: int, hour: int = 10) -> dt.datetime:
+    return dt.datetime(2024, 3, day, hour, 15, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
+    with open_store(home, log) as s:
+        yield s
+
+
+def test_journal_files_per_utc_day(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="Use uv for installs"), stream="memory", occurred_at=at(1))
+    log.append(FactsExtracted(from_events=["E1"], facts=["Ann lives in Oslo", " "],
+                              model="qwen", refs=["c:1"]), stream="memory", occurred_at=at(1, 11))
+    late = dt.datetime(2024, 3, 2, 1, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))  # 1 Mar UTC
+    log.append(Remembered(text="late note", source="agent"), stream="memory", occurred_at=late)
+    log.append(Remembered(text="next day"), stream="memory", occurred_at=at(2))
+    store.catch_up_all()
+    assert (home.memory_dir / "2024-03-01.md").read_text() == (
+        "# Journal 2024-03-01\n\n"
+        "- 10:15:30 [user] Use uv for installs\n"
+        "- 11:15:30 [qwen] Ann lives in Oslo\n"
+        "- 20:00:00 [agent] late note\n")
+    assert (home.memory_dir / "2024-03-02.md").read_text().endswith("- 10:15:30 [user] next day\n")
+
+
+def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    home.memory_dir.mkdir(parents=True)
+    mine = {"notes.md": "my own notes\n", "2024-3-1.md": "not a journal name\n",
+            "2024-03-01.md.bak": "backup\n"}
+    for name, text in mine.items():
+        (home.memory_dir / name).write_text(text)
+    log.append(Remembered(text="x"), stream="memory", occurred_at=at(1))
+    store.catch_up_all()
+    store.rebuild("journal")
+    for name, text in mine.items():
+        assert (home.memory_dir / name).read_text() == text
+    assert (home.memory_dir / "2024-03-01.md").exists()
+
+
+def test_a_stale_journal_file_is_replaced_on_rebuild(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="kept"), stream="memory", occurred_at=at(1))
+    store.catch_up_all()
+    (home.memory_dir / "2024-03-09.md").write_text("# stale day nobody wrote\n")
+    (home.memory_dir / "2024-03-01.md").write_text("tampered\n")
+    store.rebuild("journal")
+    assert not (home.memory_dir / "2024-03-09.md").exists()
+    assert "kept" in (home.memory_dir / "2024-03-01.md").read_text()
+
+
+def test_a_file_write_that_crashes_is_redone_on_the_next_catch_up(
+        home: Home, log: EventLog, store, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="survives a crash"), stream="memory", occurred_at=at(1))
+
+    def crash(path: Path, content: str | None) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(engine, "write_file", crash)
+    with pytest.raises(OSError):
+        store.catch_up("journal")
+    assert store.position("journal") == 1  # rows and position committed together...
+    assert not (home.memory_dir / "2024-03-01.md").exists()  # ...the file not yet
+    monkeypatch.undo()
+    store.catch_up("journal")
+    assert "survives a crash" in (home.memory_dir / "2024-03-01.md").read_text()
+
+
+def test_memory_md_is_capped_at_a_line_boundary() -> None:
+    content = "".join(f"- line {i:05d} with some words\n" for i in range(1000))
+    capped = cap(content)
+    assert len(capped) <= CAP and capped.endswith(MARKER.format(cap=CAP))
+    body = capped[: -len(MARKER.format(cap=CAP))]
+    assert body.endswith("\n") and content.startswith(body)
+    assert cap("short\n") == "short\n"
+
+
+def test_memory_md_follows_the_latest_rewrite(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(LongTermRewritten(content="# Old\n- a\n"), stream="memory")
+    log.append(LongTermRewritten(content="# Facts\n- Ann uses vim\n\n# Projects\n- diarist\n"),
+               stream="memory")
+    store.catch_up_all()
+    assert (home.memory_dir / "MEMORY.md").read_text() == (
+        "# Facts\n- Ann uses vim\n\n# Projects\n- diarist\n")
+    sections = [h.content for h in search(store.db, "vim diarist old", 10)]
+    assert sorted(sections) == ["# Facts\n- Ann uses vim", "# Projects\n- diarist"]
+
+
+def test_memory_lifecycle(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    mined = [{"id": f"m{i}", "type": "tool_use", "content": f"tip {i}", "kind": "pattern",
+              "action": "add", "confidence": 0.9, "tags": ["git"], "refs": [f"c:{i}"]}
+             for i in range(4)]
+    log.append(MemoriesMined(session="s", memories=mined, model="qwen"), stream="memory")
+    log.append(MemorySuperseded(ids=["m0"], by="m1", reason="newer"), stream="memory")
+    log.append(MemoriesMerged(ids=["m1", "m2"], into="m3"), stream="memory")
+    for _ in range(7):
+        log.append(MemoryFlagged(ids=["m3"]), stream="memory")
+    log.append(ProfileSet(fields={"name": "Ann", "role": "dev"}), stream="profile")
+    store.catch_up_all()
+    m0, m1, m3 = (get_memory(store.db, i) for i in ("m0", "m1", "m3"))
+    assert m0.status == "superseded" and m1.supersedes == ["m0"] and m1.status == "superseded"
+    assert m3.supersedes == ["m1", "m2"] and m3.kind == "pattern" and m3.tags == ["git"]
+    assert m3.status == "archived" and m3.confidence == pytest.approx(0.2)
+    assert [m.content for m in list_memories(store.db, "workspace_profile")] == ["name: Ann", "role: dev"]
+    assert list_memories(store.db, "tool_use") == []
+
+
+def test_flag_archives_only_at_point_two(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="maybe"), stream="memory")
+    memory_id = log.read()[0].id
+    for _ in range(7):
+        log.append(MemoryFlagged(ids=[memory_id]), stream="memory")
+    store.catch_up_all()
+    assert get_memory(store.db, memory_id).status == "active"  # 0.3
+    log.append(MemoryFlagged(ids=[memory_id]), stream="memory")
+    store.catch_up_all()
+    found = get_memory(store.db, memory_id)
+    assert (found.status, found.confidence) == ("archived", pytest.approx(0.2))
+
+
+def test_forget_removes_from_journal_memories_search_and_memory_md(
+        home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    note = log.append(Remembered(text="my locker code is zanzibar-42"), stream="memory",
+                      occurred_at=at(1))
+    log.append(Remembered(text="keep this"), stream="memory", occurred_at=at(1))
+    log.append(LongTermRewritten(content="# Notes\n- my locker code is zanzibar-42\n- other\n"),
+               stream="memory")
+    store.catch_up_all()
+    log.append(MemoryForgotten(ids=[note.id], texts=["my locker code is zanzibar-42"]),
+               stream="memory")
+    # a later rewrite by the LLM repeats it: still dropped
+    log.append(LongTermRewritten(content="# Notes\n- My locker code is  Zanzibar-42\n- new\n"),
+               stream="memory")
+    store.catch_up_all()
+    assert "zanzibar" not in (home.memory_dir / "2024-03-01.md").read_text()
+    assert (home.memory_dir / "MEMORY.md").read_text() == "# Notes\n- new\n"
+    assert get_memory(store.db, note.id).content == "" and get_memory(store.db, note.id).status == "forgotten"
+    assert search(store.db, "zanzibar locker", 10) == []
+    for name in ("journal", "long_term", "memories", "search"):
+        store.check(name)
+
+
+def test_forgetting_a_turn_removes_what_derives_from_it(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    turn = log.append(UserTurn(session="s", text="I adopted a cat called Pixel"), stream="s",
+                      ref="c:7")
+    log.append(FactsExtracted(from_events=[turn.id], facts=["User has a cat named Pixel"],
+                              refs=["c:7"]), stream="memory")
+    store.catch_up_all()
+    assert len(search(store.db, "Pixel cat", 10)) == 2
+    log.append(MemoryForgotten(ids=[turn.id]), stream="memory")
+    store.catch_up_all()
+    assert search(store.db, "Pixel cat", 10) == []
+    assert store.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 0
+    assert store.db.execute("SELECT COUNT(*) FROM journal_entries").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("query", ['"', "*", "AND(", "a:b", "NEAR(x y)", "^", "(((", "' OR 1=1 --",
+                                   "", "   ", "col:*", '"unterminated'])
+def test_search_never_raises(log: EventLog, store, query: str) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="AND near col value"), stream="memory")
+    store.catch_up_all()
+    search(store.db, query, 5)
+
+
+def test_secrets_never_reach_projections(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    key = "sk-proj-Zx81NvQ0aLm3pR7tY2uW9eK4"
+    log.append(UserTurn(session="s", text=f"here is my key {key} and password: hunter2pass"),
+               stream="s", ref="c:1")
+    log.append(Remembered(text=f"the deploy token is {key}"), stream="memory", occurred_at=at(1))
+    log.append(LongTermRewritten(content=f"- key {key}\n"), stream="memory")
+    store.catch_up_all()
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for path in home.root.rglob("*"):
+        if path.is_file() and not path.name.startswith("events.db"):
+            data = path.read_bytes()
+            assert key.encode() not in data and b"hunter2pass" not in data, path
+    assert "[secret]" in (home.memory_dir / "2024-03-01.md").read_text()

@@ -1,0 +1,177 @@
+"""Recall: fixed head order, budget, dedupe, weighting, the JSON contract and the CLI."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from events import EventLog, Home
+from events.transcript import import_file
+from events.types import (LongTermRewritten, MemoriesMined, MemoryFlagged, ProfileSet,
+                          ProjectFactsDetected, Remembered, UserTurn)
+from projections import open_store
+from projections.recall import recall
+from projections.tokens import estimate
+
+from .conftest import make_turns, write_transcript
+
+
+def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture
+def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
+    with open_store(home, log) as s:
+        yield s
+
+
+def seed(log: EventLog) -> None:
+    log.append(ProfileSet(fields={"name": "Ann", "languages": "Python, Go"}), stream="profile")
+    log.append(ProjectFactsDetected(facts=[{"key": "build", "value": "hatch", "sources": ["pyproject.toml"]}]),
+               stream="profile")
+    log.append(LongTermRewritten(content="# Preferences\n- Ann prefers small commits\n"), stream="memory")
+    for i in range(30):
+        log.append(UserTurn(session="s", text=f"we talked about gardening tomatoes day {i}"),
+                   stream="s", ref=f"c:{i}")
+    log.append(Remembered(text="Ann grows tomatoes on the balcony", type="user_preference"),
+               stream="memory")
+
+
+def test_order_is_profile_facts_memory_md_then_scored(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    seed(log)
+    store.catch_up_all()
+    result = recall(store.db, "tomatoes balcony", budget=0, k=5)
+    sources = [i.source for i in result.items]
+    assert sources[:4] == ["workspace_profile", "workspace_profile", "project_fact", "long_term"]
+    assert len(sources) == 4 + 5
+    assert result.items[4].content == "Ann grows tomatoes on the balcony"  # best match first
+    assert result.items[2].content == "build: hatch"
+
+
+@pytest.mark.parametrize("budget", [20, 50, 64, 100, 300, 512])
+def test_budget_is_never_exceeded(log: EventLog, store, budget: int) -> None:  # type: ignore[no-untyped-def]
+    seed(log)
+    store.catch_up_all()
+    result = recall(store.db, "gardening tomatoes", budget=budget, k=100)
+    assert result.used_tokens <= budget
+    assert result.used_tokens == sum(i.tokens for i in result.items)
+    assert all(i.tokens == estimate(i.content) for i in result.items)
+    if budget >= 64:
+        assert result.items[0].source == "workspace_profile"  # factual memory first
+
+
+def test_same_content_from_two_sources_counts_once(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(Remembered(text="Ann likes rye bread"), stream="memory")  # journal + memory item
+    store.catch_up_all()
+    result = recall(store.db, "rye bread", budget=0, k=10)
+    assert [i.content for i in result.items] == ["Ann likes rye bread"]
+
+
+def test_turn_hits_come_with_the_reply(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(UserTurn(session="s", text="I adopted a greyhound", name="Ann"), stream="s", ref="c:1")
+    log.append(UserTurn(session="s", text="Lovely! What is its name?", name="Bob"), stream="s", ref="c:2")
+    log.append(UserTurn(session="t", text="Unrelated", name="Bob"), stream="t", ref="c:3")
+    store.catch_up_all()
+    (item,) = recall(store.db, "greyhound", budget=0, k=10).items
+    assert item.content == "Ann: I adopted a greyhound\nBob: Lovely! What is its name?"
+    assert item.refs == ["c:1", "c:2"]
+
+
+def test_flagged_and_superseded_memories_weigh_less_or_vanish(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    mined = [{"id": f"m{i}", "type": "workflow", "content": f"run the linter before commit {i}"}
+             for i in range(2)]
+    log.append(MemoriesMined(session="s", memories=mined), stream="memory")
+    store.catch_up_all()
+    first = [i.id for i in recall(store.db, "linter commit", budget=0, k=10).items]
+    for _ in range(3):
+        log.append(MemoryFlagged(ids=[first[0]]), stream="memory")
+    for _ in range(8):
+        log.append(MemoryFlagged(ids=[first[1]]), stream="memory")  # archived
+    store.catch_up_all()
+    after = recall(store.db, "linter commit", budget=0, k=10).items
+    memory_ids = [i.id for i in after if i.source == "memory"]
+    assert first[1] not in memory_ids
+
+
+def test_without_vectors_recall_answers_from_fts(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    seed(log)
+    store.catch_up_all()
+    result = recall(store.db, "gardening", budget=512, k=10, semantic=None)
+    assert any(i.source == "turn" for i in result.items)
+
+
+def test_cli_recall_json_contract(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(20))))
+    run("sync", "--no-embed")
+    out = json.loads(run("recall", "topic 3", "--json", "--k", "3", "--budget", "0").stdout)
+    assert set(out) == {"query", "budget", "used_tokens", "items"}
+    assert out["query"] == "topic 3" and out["budget"] == 0
+    assert len(out["items"]) == 3
+    for item in out["items"]:
+        assert set(item) == {"source", "id", "content", "score", "tokens", "at", "refs"}
+        assert item["source"] == "turn" and item["refs"][0].startswith("t:s1:")
+
+
+def test_cli_recall_batch(home: Home, tmp_path: Path) -> None:
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(20))))
+    run("sync", "--no-embed")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "a", "query": "topic 1"}\n\n{"id": 7, "query": "AND( * \\""}\n')
+    lines = [json.loads(x) for x in run("recall", "--queries", str(queries), "--json").stdout.splitlines()]
+    assert [x["id"] for x in lines] == ["a", 7]
+    assert all(x["used_tokens"] <= 512 for x in lines)
+    queries.write_text('{"id": "a"}\nnot json\n')
+    bad = run("recall", "--queries", str(queries), "--json", ok=False)
+    assert f"{queries}:1: expected" in bad.output and f"{queries}:2: not valid JSON" in bad.output
+    assert "give either QUERY or --queries" in run("recall", ok=False).output
+
+
+def test_cli_remember_journal_memory(home: Home) -> None:
+    out = run("remember", "I prefer tabs", "--type", "user_preference").output
+    memory_id = out.split()[1]
+    assert "I prefer tabs" in run("journal").output
+    assert "No journal entry for 2001-01-01." in run("journal", "2001-01-01").output
+    assert "not a date: 'someday'" in run("journal", "someday", ok=False).output
+    assert memory_id in run("memory", "list").output
+    assert json.loads(run("memory", "show", memory_id).output)["content"] == "I prefer tabs"
+    flagged = run("memory", "flag", memory_id, "--reason", "unsure").output
+    assert "confidence 0.90, active" in flagged
+    assert "user_preference    active     1" in run("memory", "status").output
+    assert "Forgot" in run("memory", "forget", memory_id).output
+    assert "No memories." in run("memory", "list").output
+    assert "nothing to forget for 'nope'" in run("memory", "forget", "nope", ok=False).output
+    assert "no active memory 'nope'" in run("memory", "flag", "nope", ok=False).output
+    assert "nothing to remember" in run("remember", "  ", ok=False).output
+    assert "I prefer tabs" not in run("journal").output
+
+
+def test_replay_verify_passes_with_every_projection(home: Home, tmp_path: Path, locomo26: Path) -> None:
+    with EventLog(home.events_db) as log:
+        import_file(log, locomo26)
+        seed(log)
+    run("remember", "Caroline likes pottery")
+    run("sync", "--no-embed")
+    verified = run("replay", "--verify").output
+    for name in ("turns", "journal", "long_term", "memories", "search"):
+        assert f"{name}: ok" in verified
+
+
+def test_memory_config_is_validated(home: Home) -> None:
+    home.config_file.write_text("memory:\n  budget_pct: 1.5\n")
+    assert ("`memory.budget_pct` must be a number in (0.0, 1.0], got 1.5"
+            in run("recall", "x", ok=False).output)
+    home.config_file.write_text("memory:\n  rolling_summary:\n    keep: 3\n")
+    assert ("unknown key `memory.rolling_summary.keep`; allowed keys: enabled, warn_at_pct, keep_turns"
+            in run("recall", "x", ok=False).output)
+    home.config_file.write_text("memory:\n  top_k: 2\n")
+    run("remember", "alpha one")
+    run("remember", "alpha two")
+    run("remember", "alpha three")
+    assert len(json.loads(run("recall", "alpha", "--json").stdout)["items"]) == 2

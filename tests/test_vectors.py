@@ -1,0 +1,435 @@
+"""The vectors projection: item → content hash mapping, the embeddings cache that survives a
+rebuild, forgetting, the matrix file, vector_search, and the sync / worker wiring."""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from events import EventLog, Home, RecordedEvent
+from events.types import EmbeddingModelChosen, LongTermRewritten, MemoryForgotten, UserTurn
+from projections import vectors
+from projections.engine import ProjectionStore
+from projections.items import content_hash
+from projections.search import SearchProjector
+from projections.vectors import (VectorsProjector, active_model, embed_pending, pending_count,
+                                 refresh_vectors, vector_search, vectors_dir)
+from workers import models
+
+from .conftest import make_turns, write_transcript
+
+MODEL = "all-MiniLM-L6-v2-int8"
+CHECKSUM = "ab" * 32
+
+
+class FakeEmbedder:
+    """Bag of words: each word a fixed random direction, so shared words mean nearness.
+    Records every text it is asked to embed."""
+
+    dimension = 384
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.texts: list[str] = []
+        self.batches: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        self.batches.append(len(texts))
+        return np.stack([word_vector(t) for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return word_vector(text)
+
+
+def word_vector(text: str) -> np.ndarray:
+    out = np.zeros(384, dtype=np.float64)
+    for word in re.findall(r"\w+", text.lower()):
+        if word != "user":
+            seed = int(hashlib.sha256(word.encode()).hexdigest()[:8], 16)
+            out += np.random.default_rng(seed).standard_normal(384)
+    if not out.any():
+        out[0] = 1.0
+    return (out / np.linalg.norm(out)).astype(np.float32)
+
+
+def say(log: EventLog, text: str, session: str = "s") -> RecordedEvent:
+    return log.append(UserTurn(session=session, text=text), stream=session)
+
+
+def choose(log: EventLog, checksum: str = CHECKSUM) -> RecordedEvent:
+    return log.append(EmbeddingModelChosen(model=MODEL, dimension=384, checksum=checksum),
+                      stream="memory")
+
+
+def forget(log: EventLog, *events: RecordedEvent) -> RecordedEvent:
+    return log.append(MemoryForgotten(ids=[e.id for e in events],
+                                      texts=[e.payload["text"] for e in events]), stream="memory")
+
+
+def key(event: RecordedEvent) -> str:
+    return f"turn:{event.id}"
+
+
+@pytest.fixture
+def store(home: Home, log: EventLog) -> Iterator[ProjectionStore]:
+    with ProjectionStore(home, log, [SearchProjector(), VectorsProjector()]) as s:
+        yield s
+
+
+def fake(store: ProjectionStore) -> FakeEmbedder:
+    active = active_model(store)
+    assert active is not None
+    return FakeEmbedder(active.key)
+
+
+def cached_hashes(store: ProjectionStore) -> set[str]:
+    return {row[0] for row in store.db.execute("SELECT content_hash FROM embeddings")}
+
+
+def file_columns(home: Home) -> np.ndarray:
+    """Every column of the current matrix file, as rows (one per slot, zeros included)."""
+    files = list(vectors_dir(home).glob("*.f32"))
+    assert len(files) == 1, files
+    raw = np.fromfile(files[0], dtype=np.float32, offset=vectors.HEADER)
+    blocks = raw.reshape(-1, 384, vectors.BLOCK)
+    return blocks.transpose(0, 2, 1).reshape(-1, 384)
+
+
+def holds(columns: np.ndarray, vector: np.ndarray) -> bool:
+    return bool(np.any(np.all(np.isclose(columns, vector, atol=1e-6), axis=1)))
+
+
+def exact(store: ProjectionStore, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """Brute force over (item, cached vector) pairs, for comparison."""
+    active = active_model(store)
+    rows = store.db.execute(
+        "SELECT v.key, e.vector FROM vector_items v JOIN embeddings e"
+        " ON e.content_hash = v.content_hash AND e.model = ?", (active.key,)).fetchall()
+    scored = sorted(((-float(np.frombuffer(v, np.float32) @ query), k_) for k_, v in rows))
+    return [(k_, -s) for s, k_ in scored[:k]]
+
+
+def same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> bool:
+    return ([g[0] for g in got] == [w[0] for w in want]
+            and np.allclose([g[1] for g in got], [w[1] for w in want], atol=1e-5))
+
+
+TEXTS = ["we adopted a puppy named biscuit", "the build failed on ci again",
+         "dinner with my mother in may", "my puppy loves the beach",
+         "the ci build is green now"]
+
+
+# --- no model -------------------------------------------------------------------------------
+
+
+def test_without_a_model_everything_works_and_nothing_is_found(store: ProjectionStore,
+                                                               log: EventLog, home: Home) -> None:
+    for text in TEXTS:
+        say(log, text)
+    store.catch_up_all()
+    assert active_model(store) is None and pending_count(store) == 0
+    assert vector_search(store, home, word_vector("puppy"), 5) == []
+    assert embed_pending(store, FakeEmbedder("whatever")) == 0
+    assert refresh_vectors(store) == 0 and not vectors_dir(home).exists()
+    assert store.db.execute("SELECT COUNT(*) FROM vector_items").fetchone()[0] == len(TEXTS)
+
+
+def test_vector_search_before_any_catch_up(home: Home, log: EventLog) -> None:
+    with ProjectionStore(home, log, [SearchProjector(), VectorsProjector()]) as fresh:
+        assert vector_search(fresh, home, word_vector("x"), 3) == []
+        assert refresh_vectors(fresh) == 0
+
+
+# --- embedding and searching ----------------------------------------------------------------
+
+
+def test_embed_pending_in_batches_then_search_finds_the_nearest(store: ProjectionStore,
+                                                                log: EventLog, home: Home) -> None:
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    assert pending_count(store) == len(TEXTS)
+    model = fake(store)
+    assert embed_pending(store, model, batch_size=2) == len(TEXTS)
+    assert model.batches == [2, 2, 1]
+    assert sorted(model.texts) == sorted(f"user: {t}" for t in TEXTS)
+    assert pending_count(store) == 0
+
+    hits = vector_search(store, home, word_vector("puppy biscuit"), 2)
+    assert [h[0] for h in hits] == [key(events[0]), key(events[3])]
+    assert hits[0][1] == pytest.approx(float(word_vector("user: " + TEXTS[0]) @ word_vector("puppy biscuit")), abs=1e-5)
+    assert same(hits, exact(store, word_vector("puppy biscuit"), 2))
+    assert len(list(vectors_dir(home).glob("*.f32"))) == 1  # served from the matrix file
+    assert embed_pending(store, model) == 0 and len(model.texts) == len(TEXTS)
+
+
+def test_the_matrix_agrees_with_brute_force(store: ProjectionStore, log: EventLog, home: Home,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors, "BLOCK", 16)  # several blocks, a partial last one
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    for i in range(70):
+        say(log, f"{words[i % 8]} {words[i * 3 % 8]} {words[i * 5 % 8]} note {i}")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=9)
+    for query in ["alpha beta", "theta note 7", "zeta", "nothing shared"]:
+        q = word_vector(query)
+        assert same(vector_search(store, home, q, 10), exact(store, q, 10))
+    state = vectors._matrix_state(store.db)
+    assert state.count == 70 and state.generation == vectors.generation(store.db)
+
+
+def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog, home: Home) -> None:
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    allowed = [key(events[1]), key(events[2]), "turn:unknown"]
+    hits = vector_search(store, home, word_vector("puppy"), 5, keys_filter=allowed)
+    assert {h[0] for h in hits} == {key(events[1]), key(events[2])}
+
+
+def test_without_the_file_search_falls_back_to_the_cache(store: ProjectionStore, log: EventLog,
+                                                         home: Home) -> None:
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    for path in vectors_dir(home).glob("*.f32"):
+        path.unlink()
+    vectors._MATRICES.clear()
+    hits = vector_search(store, home, word_vector("mother dinner"), 1)
+    assert hits[0][0] == key(events[2])
+    refresh_vectors(store)  # rewrites the missing file
+    assert len(list(vectors_dir(home).glob("*.f32"))) == 1
+    assert vector_search(store, home, word_vector("mother dinner"), 1) == hits
+
+
+def test_a_damaged_file_is_rewritten(store: ProjectionStore, log: EventLog, home: Home) -> None:
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    (path,) = vectors_dir(home).glob("*.f32")
+    with open(path, "r+b") as handle:
+        handle.truncate(vectors.HEADER + 100)  # cut short: fewer columns than recorded
+    vectors._MATRICES.clear()
+    assert vector_search(store, home, word_vector("mother"), 1)[0][0] == key(events[2])
+    refresh_vectors(store)
+    (fresh,) = vectors_dir(home).glob("*.f32")
+    assert fresh != path and holds(file_columns(home), word_vector("user: " + TEXTS[2]))
+
+
+def test_items_added_after_the_last_refresh_are_still_found(store: ProjectionStore,
+                                                            log: EventLog, home: Home) -> None:
+    first = say(log, "we adopted a puppy named biscuit")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    again = say(log, "we adopted a puppy named biscuit", session="other")  # cached content
+    store.catch_up_all()  # no refresh: the file does not have it yet
+    assert pending_count(store) == 0
+    hits = vector_search(store, home, word_vector("puppy"), 5)
+    assert {h[0] for h in hits} == {key(first), key(again)}
+    assert refresh_vectors(store) == 1
+    assert vectors._matrix_state(store.db).count == 2
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+def test_a_rebuild_embeds_nothing_again_and_digests_the_same(store: ProjectionStore, log: EventLog,
+                                                            home: Home, tmp_path: Path) -> None:
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    log.append(LongTermRewritten(content="# Pets\nBiscuit is a puppy.\n\n# Work\nCI is green.\n"),
+               stream="memory")
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    digest = store.digest("vectors")
+    before = vector_search(store, home, word_vector("puppy"), 3)
+
+    store.rebuild("vectors")
+    again = fake(store)
+    assert embed_pending(store, again) == 0 and again.texts == []
+    assert store.digest("vectors") == digest
+    assert vector_search(store, home, word_vector("puppy"), 3) == before
+    assert key(events[0]) in {h[0] for h in before}  # with the MEMORY.md "Pets" section
+    store.check("vectors")
+
+    # the digest covers the mapping and the model, not the floats: a scratch rebuild with an
+    # empty cache (what `replay --verify` does) gives the same one
+    with ProjectionStore(Home(tmp_path / "scratch"), log, [VectorsProjector()]) as scratch:
+        scratch.rebuild("vectors")
+        assert scratch.digest("vectors") == digest
+
+
+def test_a_memory_rewrite_keeps_the_vectors_of_unchanged_sections(store: ProjectionStore,
+                                                                  log: EventLog) -> None:
+    choose(log)
+    log.append(LongTermRewritten(content="# Pets\nBiscuit is a puppy.\n"), stream="memory")
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    log.append(LongTermRewritten(content="# Pets\nBiscuit is a puppy.\n\n# Food\nTea, no milk.\n"),
+               stream="memory")
+    store.catch_up_all()
+    model = fake(store)
+    assert embed_pending(store, model) == 1 and model.texts == ["# Food\nTea, no milk."]
+    log.append(LongTermRewritten(content="# Food\nTea, no milk.\n"), stream="memory")
+    store.catch_up_all()
+    # the dropped section's vector goes: no item has that content any more
+    assert content_hash("# Pets\nBiscuit is a puppy.") not in cached_hashes(store)
+
+
+# --- forgetting -------------------------------------------------------------------------------
+
+
+def test_forgetting_removes_the_item_its_vector_and_its_column(store: ProjectionStore,
+                                                              log: EventLog, home: Home) -> None:
+    secret = say(log, "my diary code is tulip seven")
+    weather = say(log, "the weather is nice")
+    same = say(log, "the weather is nice", session="other")  # same content as `weather`
+    say(log, "the ci build is green now")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    secret_hash = content_hash("user: my diary code is tulip seven")
+    secret_vector = word_vector("user: my diary code is tulip seven")
+    assert secret_hash in cached_hashes(store) and holds(file_columns(home), secret_vector)
+
+    forget(log, secret, weather)
+    store.catch_up_all()
+    keys = {row[0] for row in store.db.execute("SELECT key FROM vector_items")}
+    assert key(secret) not in keys and key(weather) not in keys and key(same) in keys
+    assert secret_hash not in cached_hashes(store)  # every model's copy
+    assert content_hash("user: the weather is nice") in cached_hashes(store)  # `same` has it
+    # the file still has the column until the refresh, but search never returns it
+    hits = vector_search(store, home, secret_vector, 10)
+    assert key(secret) not in {h[0] for h in hits} and key(weather) not in {h[0] for h in hits}
+    assert key(same) in {h[0] for h in hits}
+
+    refresh_vectors(store)
+    columns = file_columns(home)
+    assert not holds(columns, secret_vector)
+    assert holds(columns, word_vector("user: the weather is nice"))
+    slots = {row[0] for row in store.db.execute("SELECT key FROM vector_slots")}
+    assert key(secret) not in slots and key(weather) not in slots
+
+
+def test_a_text_forgotten_while_it_was_being_embedded_is_not_stored(store: ProjectionStore,
+                                                                    log: EventLog) -> None:
+    secret = say(log, "my diary code is tulip seven")
+    kept = say(log, "the weather is nice")
+    choose(log)
+    store.catch_up_all()
+
+    class ForgetsMidway(FakeEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            out = super().embed(texts)
+            forget(log, secret)
+            store.catch_up_all()  # the forget lands between embedding and writing
+            return out
+
+    assert embed_pending(store, ForgetsMidway(active_model(store).key)) == 2
+    assert cached_hashes(store) == {content_hash("user: the weather is nice")}
+    assert vectors._matrix_state(store.db).count == 1
+    del kept
+
+
+def test_compaction_rewrites_a_file_full_of_dead_columns(store: ProjectionStore, log: EventLog,
+                                                         home: Home,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors, "BLOCK", 8)
+    monkeypatch.setattr(vectors, "MIN_DEAD_TO_COMPACT", 2)
+    events = [say(log, f"note number {i} about topic {i % 5}") for i in range(30)]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=7)
+    old = {p.name for p in vectors_dir(home).glob("*.f32")}
+    forget(log, *events[:12])
+    store.catch_up_all()
+    refresh_vectors(store)
+    new = {p.name for p in vectors_dir(home).glob("*.f32")}
+    assert len(new) == 1 and new != old  # rewritten under a new name, the old one deleted
+    state = vectors._matrix_state(store.db)
+    assert (state.count, state.dead) == (18, 0)
+    q = word_vector("note topic 3")
+    assert same(vector_search(store, home, q, 5), exact(store, q, 5))
+    for e in events[:12]:
+        assert not holds(file_columns(home), word_vector("user: " + e.payload["text"]))
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+def test_a_new_model_choice_embeds_everything_again_under_its_key(store: ProjectionStore,
+                                                                  log: EventLog, home: Home) -> None:
+    for text in TEXTS:
+        say(log, text)
+    choose(log)
+    store.catch_up_all()
+    first = active_model(store)
+    embed_pending(store, fake(store))
+    choose(log, checksum="cd" * 32)  # the same model id, other files
+    store.catch_up_all()
+    second = active_model(store)
+    assert second.key != first.key and pending_count(store) == len(TEXTS)
+    assert vector_search(store, home, word_vector("puppy"), 3) == []  # nothing under the new key
+    with pytest.raises(ValueError, match="active model"):
+        embed_pending(store, FakeEmbedder(first.key))
+    assert embed_pending(store, fake(store)) == len(TEXTS)
+    assert vector_search(store, home, word_vector("puppy"), 1)
+    models_cached = {row[0] for row in store.db.execute("SELECT DISTINCT model FROM embeddings")}
+    assert models_cached == {first.key, second.key}  # switching back would re-embed nothing
+    assert [p.name.split(".")[0] for p in vectors_dir(home).glob("*.f32")] == [second.key]
+
+
+# --- wiring: diarist sync and the worker ------------------------------------------------------------
+
+
+def test_sync_exports_nothing_twice_and_embeds_new_turns(model_home: Home, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.main import cli
+
+    def refuse(target: Path) -> dict:
+        raise AssertionError("the files were there: no export expected")
+
+    monkeypatch.setattr(models, "export_model", refuse)
+    monkeypatch.delenv("DIARIST_NO_EMBED")
+    runner = CliRunner()
+    transcript = write_transcript(tmp_path / "t.jsonl", make_turns(12))
+    assert runner.invoke(cli, ["import", str(transcript)]).exit_code == 0
+
+    skipped = runner.invoke(cli, ["sync", "--no-embed"])
+    assert skipped.exit_code == 0 and "embeddings:" not in skipped.output
+    first = runner.invoke(cli, ["sync"])
+    assert first.exit_code == 0, first.output
+    assert "embeddings: 12 embedded with all-MiniLM-L6-v2-fp32, 0 pending" in first.output
+    second = runner.invoke(cli, ["sync"])
+    assert "embeddings: 0 embedded" in second.output
+    with EventLog(model_home.events_db) as log:
+        assert len(log.read(types=["EmbeddingModelChosen"])) == 1
+
+
+def test_the_worker_task_embeds_after_the_projections(model_home: Home, log: EventLog) -> None:
+    from projections import open_store
+    from projections.embedding import active_embedder
+    from workers import configure, enqueue_catch_up
+    from workers.tasks import EMBED_TASK
+
+    models.ensure_model(model_home, log)
+    puppy = say(log, "we adopted a puppy named Biscuit")
+    say(log, "the quarterly tax report is due on Friday")
+    configure(model_home, immediate=True)
+    assert enqueue_catch_up()[-1] == EMBED_TASK  # runs inline, after every projection
+    with open_store(model_home, log) as store:
+        assert pending_count(store) == 0
+        embedder = active_embedder(model_home, store)
+        hits = vector_search(store, model_home, embedder.embed_one("our new dog"), 1)
+        assert hits[0][0] == key(puppy)
