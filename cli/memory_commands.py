@@ -18,6 +18,7 @@ from projections.items import MEMORY_TYPES
 from projections.journal import FILE_NAME
 from projections.memories import STATUSES, get_memory, list_memories
 from projections.recall import DEFAULT_BUDGET, RecallResult, recall
+from projections.vectors import refresh_vectors
 
 from .context import current_home, friendly_errors, home_option, opened
 from .queue import after_append
@@ -248,6 +249,7 @@ def memory_forget(key: str, reason: str) -> None:
                                 "`diarist events`.")
         log.append(MemoryForgotten(ids=[key], reason=reason, texts=texts), stream=MEMORY_STREAM)
         store.catch_up_all()
+        refresh_vectors(store)  # zero the forgotten columns of the vector matrix file now
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     after_append(home)
     click.echo(f"Forgot {key} ({len(texts)} item{'s' if len(texts) != 1 else ''}).")

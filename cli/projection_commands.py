@@ -148,6 +148,11 @@ def status() -> None:
         click.echo(f"log: {log.count()} events, head {log.head()}, {size / 1e6:.1f} MB")
         for s in store.status():
             click.echo(f"projection {s.name}: position {s.position}, lag {s.lag}")
+        active = active_model(store)
+        if active is None:
+            click.echo("embeddings: no model chosen yet (`diarist sync` exports it); recall is lexical")
+        else:
+            click.echo(f"embeddings: {active.model}, {pending_count(store)} items waiting")
     click.echo(f"queue: {_queue_line(home)}")
 
 

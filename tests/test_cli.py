@@ -95,6 +95,7 @@ def test_status_shows_log_and_lag(home: Home, tmp_path: Path) -> None:
     out = run("status").output
     assert "log: 5 events, head 5" in out
     assert "projection turns: position 0, lag 5" in out
+    assert "embeddings: no model chosen yet" in out
     assert re.search(r"queue: SqliteStorage at \S+queue\.db, [1-9]\d* pending", out)
     run("sync")
     assert "projection turns: position 5, lag 0" in run("status").output
