@@ -159,7 +159,7 @@ def test_replay_verify_passes_with_every_projection(home: Home, tmp_path: Path, 
     run("remember", "Caroline likes pottery")
     run("sync", "--no-embed")
     verified = run("replay", "--verify").output
-    for name in ("turns", "journal", "long_term", "memories", "search"):
+    for name in ("turns", "journal", "long_term", "memories", "search", "vectors"):
         assert f"{name}: ok" in verified
 
 

@@ -1,0 +1,78 @@
+"""The memory block put at the start of a chat: recall within the budget, rendered as plain
+text a 2B model can parse (DESIGN.md, "Recall").
+
+    [memory context]
+    [workspace profile]
+    - name: Ann
+    [project facts]
+    - build: hatch
+    [knowledge]
+    - (2024-03-01) Ann: I adopted a greyhound …
+
+The whole block — headers included — fits the budget: ``budget_pct`` of the model's context
+window, 512 tokens when the window is unknown.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
+from .tokens import estimate
+
+HEADER = "[memory context]"
+SECTIONS = (
+    ("[workspace profile]", ("workspace_profile",)),
+    ("[project facts]", ("project_fact",)),
+    ("[relevant experience]", ("memory",)),
+    ("[knowledge]", ("long_term", "journal", "turn")),
+)
+
+
+def budget_for(context_window: int | None, budget_pct: float) -> int:
+    """Tokens for injected memory: ``budget_pct`` of the window, 512 when it is unknown."""
+    if not context_window:
+        return DEFAULT_BUDGET
+    return max(int(context_window * budget_pct), 0)
+
+
+def _line(item: RecallItem) -> str:
+    when = f"({item.at[:10]}) " if item.at and item.source in ("turn", "journal") else ""
+    lines = item.content.strip().splitlines() or [""]
+    return "- " + when + lines[0] + "".join(f"\n  {rest}" for rest in lines[1:])
+
+
+def render_block(items: list[RecallItem]) -> str:
+    """Items grouped by section in the fixed order; empty sections are left out."""
+    out = [HEADER]
+    for title, sources in SECTIONS:
+        chosen = [i for i in items if i.source in sources]
+        if chosen:
+            out.append(title)
+            out.extend(_line(i) for i in chosen)
+    return "\n".join(out) if len(out) > 1 else ""
+
+
+@dataclass(frozen=True)
+class Injection:
+    text: str
+    budget_tokens: int
+    injected_tokens: int
+    items: list[RecallItem]
+
+
+def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
+                    semantic: Semantic | None = None) -> Injection:
+    """Recall for the start of a session and render it, never over ``budget`` tokens: recall
+    runs with room left for the headers, and trailing items are dropped until the rendered
+    block fits."""
+    if budget <= 0:
+        return Injection("", budget, 0, [])
+    overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
+    result: RecallResult = recall(db, query, max(budget - overhead, 0), k, semantic)
+    items = list(result.items)
+    text = render_block(items)
+    while items and estimate(text) > budget:
+        items.pop()
+        text = render_block(items)
+    return Injection(text, budget, estimate(text) if text else 0, items)

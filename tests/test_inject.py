@@ -1,0 +1,54 @@
+"""The injected memory block: fits its budget with thousands of memories, factual first."""
+from __future__ import annotations
+
+import pytest
+
+from events import EventLog, Home
+from events.log import NewEvent
+from events.types import MemoriesMined, ProfileSet, ProjectFactsDetected, UserTurn
+from projections import open_store
+from projections.inject import budget_for, build_injection
+from projections.tokens import estimate
+
+
+@pytest.fixture
+def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
+    with open_store(home, log) as s:
+        yield s
+
+
+def test_budget_for() -> None:
+    assert budget_for(2048, 0.25) == 512
+    assert budget_for(8192, 0.1) == 819
+    assert budget_for(None, 0.25) == 512
+
+
+@pytest.mark.parametrize("window", [2048, 4096])
+def test_block_fits_a_2048_window_with_thousands_of_memories(log: EventLog, store, window: int) -> None:  # type: ignore[no-untyped-def]
+    log.append(ProfileSet(fields={"name": "Ann", "role": "backend developer", "tools": "Python, Go"}),
+               stream="profile")
+    log.append(ProjectFactsDetected(facts=[{"key": "language", "value": "Python 3.11"},
+                                           {"key": "tests", "value": "pytest"}]), stream="profile")
+    memories = [{"id": f"m{i}", "type": "workflow",
+                 "content": f"run the python test suite before release {i} with coverage {i % 7}"}
+                for i in range(3000)]
+    log.append(MemoriesMined(session="s", memories=memories), stream="memory")
+    log.append_many([NewEvent("s", UserTurn(session="s", text=f"python release checklist item {i}"))
+                     for i in range(500)])
+    store.catch_up_all()
+    budget = budget_for(window, 0.25)
+    injection = build_injection(store.db, "python release tests", budget, k=1000)
+    assert injection.injected_tokens == estimate(injection.text) <= budget
+    assert injection.injected_tokens > budget * 0.6  # the budget is used, not wasted
+    lines = injection.text.splitlines()
+    assert lines[:2] == ["[memory context]", "[workspace profile]"]
+    assert lines.index("[project facts]") < lines.index("[relevant experience]")
+    assert "- name: Ann" in lines and "- language: Python 3.11" in lines
+
+
+def test_tiny_budgets_give_an_empty_or_fitting_block(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+    log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
+    store.catch_up_all()
+    for budget in (0, 5, 20, 40):
+        injection = build_injection(store.db, "anything", budget, k=10)
+        assert injection.injected_tokens <= budget
