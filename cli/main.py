@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .chat import chat
 from .context import home_option
 from .log_commands import events, export, import_
 from .logs import setup_logging
@@ -27,7 +28,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
-                journal, memory):
+                journal, memory, chat):
     cli.add_command(command)
 
 

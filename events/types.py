@@ -114,6 +114,7 @@ class AssistantTurn(Event):
     reply_tokens: int | None = None
     elapsed_ms: int | None = None
     tokens_per_sec: float | None = None
+    interrupted: bool = False
 
 
 @event

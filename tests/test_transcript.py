@@ -82,7 +82,7 @@ def test_import_makes_session_events_and_keeps_time_and_ref(tmp_path: Path, log:
     assert second.occurred_at == "2024-01-01T00:00:01.000000Z" and second.ref == "t:a:1"
     assert second.payload == {"session": "a", "text": turns[1]["text"], "name": "Bot",
                               "prompt_tokens": None, "reply_tokens": None, "elapsed_ms": None,
-                              "tokens_per_sec": None}
+                              "tokens_per_sec": None, "interrupted": False}
     ended = log.read()[4]
     assert ended.payload == {"session": "a", "turns": 3}
     assert ended.occurred_at == "2024-01-01T00:00:02.000000Z"

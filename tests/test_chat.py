@@ -1,0 +1,142 @@
+"""The chat session: events, injection within budget, rolling compression, retries, and the
+REPL through click with the scripted backend (the same code path as the HTTP backends)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from events import EventLog, Home
+from events.config import Config, MemoryConfig, RollingSummaryConfig
+from events.types import ProfileSet, Remembered
+from projections import open_store
+from workers.llm import ContextLengthExceeded, ScriptedBackend
+from workers.session import COMPRESSED_PREFIX, ChatSession
+
+
+def rules(tmp_path: Path, *lines: dict) -> Path:
+    path = tmp_path / "script.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def stores(home: Home):  # type: ignore[no-untyped-def]
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        yield log, store
+
+
+def config(**summary: object) -> Config:
+    return Config(memory=MemoryConfig(rolling_summary=RollingSummaryConfig(**summary)))  # type: ignore[arg-type]
+
+
+def test_a_session_records_every_event(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
+    log.append(Remembered(text="Ann keeps bees"), stream="memory")
+    store.catch_up_all()
+    backend = ScriptedBackend(rules(tmp_path, {"match": "bees", "reply": "Your bees are fine."}))
+    session = ChatSession(home, log, store, backend, config())
+    session.start()
+    tokens: list[str] = []
+    reply = session.send("how are my bees?", on_token=tokens.append)
+    session.end()
+    assert reply.text == "Your bees are fine." and "".join(tokens) == "Your bees are fine."
+    events = log.read(stream=session.id)
+    assert [e.type for e in events] == ["SessionStarted", "MemoryInjected", "UserTurn",
+                                        "AssistantTurn", "SessionEnded"]
+    injected = events[1].payload
+    assert injected["injected_tokens"] <= injected["budget_tokens"] == session.budget
+    assert "- name: Ann" in session.messages()[0]["content"]
+    assert "Ann keeps bees" in session.messages()[0]["content"]
+    assert events[3].payload["reply_tokens"] and events[4].payload["turns"] == 1
+
+
+def test_history_is_compressed_at_the_threshold(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    long_reply = " ".join(["word"] * 120)
+    backend = ScriptedBackend(rules(tmp_path, {"match": "^Summarise|decisions", "reply": "We chose X."},
+                                    {"reply": long_reply}), context_window=1000)
+    notes: list[str] = []
+    session = ChatSession(home, log, store, backend, config(warn_at_pct=0.8, keep_turns=2),
+                          notify=notes.append)
+    session.start()
+    for i in range(8):
+        session.send(f"message {i}")
+        assert session.context_use() < 0.8 or not session.history[0].content.startswith(COMPRESSED_PREFIX)
+    compressed = log.read(types=["HistoryCompressed"])
+    assert compressed and any("compressing older turns" in n for n in notes)
+    assert session.history[0].content.startswith(COMPRESSED_PREFIX)
+    assert len(session.history) <= 1 + 2 + 2
+    assert all(len(e.payload["replaced"]) >= 1 for e in compressed)
+
+
+class OverflowOnce(ScriptedBackend):
+    def __init__(self) -> None:
+        super().__init__(None, context_window=4096)
+        self.calls = 0
+
+    def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == 3:  # the third turn's first try
+            raise ContextLengthExceeded("context length exceeded")
+        return super().chat(messages, **kw)
+
+
+def test_context_length_exceeded_compresses_and_retries_once(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    session = ChatSession(home, log, store, OverflowOnce(), config())
+    session.start()
+    session.send("one")
+    session.send("two")
+    reply = session.send("three")
+    assert reply.text == "echo: three"
+    assert len(log.read(types=["HistoryCompressed"])) == 1
+
+
+def test_an_interrupted_reply_is_recorded_as_such(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    backend = ScriptedBackend(rules(tmp_path, {"reply": "one two three four five"}))
+    session = ChatSession(home, log, store, backend, config())
+    session.start()
+    seen: list[str] = []
+
+    def stop_after_two(piece: str) -> None:
+        seen.append(piece)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    reply = session.send("go", on_token=stop_after_two)
+    assert reply.interrupted
+    (turn,) = log.read(types=["AssistantTurn"])
+    assert turn.payload["interrupted"] is True and turn.payload["text"] == reply.text != ""
+    assert "five" not in turn.payload["text"]
+
+
+def test_chat_repl_end_to_end(home: Home, tmp_path: Path) -> None:
+    script = rules(tmp_path, {"match": "tea", "reply": "Green tea it is."})
+    keys = "what tea do I like?\n/status\n/remember I like green tea\n/recall green tea\n/nope\n/exit\n"
+    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script", str(script)],
+                                input=keys, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "assistant> Green tea it is." in out
+    assert "backend scripted, model scripted" in out
+    assert "Remembered" in out and "I like green tea" in out
+    assert "Unknown command /nope." in out and "Session ended (1 turns)." in out
+    with EventLog(home.events_db) as log:
+        types = [e.type for e in log.read()]
+    assert types[:4] == ["SessionStarted", "MemoryInjected", "UserTurn", "AssistantTurn"]
+    assert types[-1] == "SessionEnded"
+    verified = CliRunner().invoke(cli, ["replay", "--verify"], catch_exceptions=False)
+    assert verified.exit_code == 0 and "DIFFERS" not in verified.output
+
+
+def test_chat_with_no_server_is_a_clear_error(home: Home) -> None:
+    result = CliRunner().invoke(cli, ["chat", "--backend", "ollama", "--base-url",
+                                      "http://127.0.0.1:9"], input="/exit\n")
+    assert result.exit_code == 1
+    assert "Error:" in result.output and "Traceback" not in result.output

@@ -1,0 +1,501 @@
+"""The LLM backends against real local HTTP servers speaking each wire format (no client mocks)."""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from events.errors import DiaristError
+from projections.tokens import estimate
+from workers.llm import (
+    BackendError,
+    BackendUnavailable,
+    ChatReply,
+    ContextLengthExceeded,
+    ModelNotFound,
+    OllamaBackend,
+    OpenAIBackend,
+    ScriptedBackend,
+    make_backend,
+)
+
+KEY = "sk-test-SECRET-4f9a8b7c"
+MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
+WORDS = ["Hello", " from", " the", " fake", " server", "."]
+
+Route = Callable[["Handler", dict], None]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # streams use chunked transfer encoding, like the real servers
+    routes: dict[tuple[str, str], Route] = {}
+    seen: list[dict] = []
+
+    def log_message(self, *args: object) -> None:  # keep pytest output clean
+        pass
+
+    def _handle(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else {}
+        self.seen.append({"method": method, "path": self.path, "headers": dict(self.headers),
+                          "body": body})
+        route = self.routes.get((method, self.path))
+        if route is None:
+            self.send_json(404, {"error": "404 page not found"})
+            return
+        try:
+            route(self, body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up (interrupt test)
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def send_json(self, status: int, data: object) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def send_stream(self, content_type: str, chunks: list[bytes], delay: float = 0.01) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for c in chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
+            self.wfile.flush()
+            time.sleep(delay)
+        self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
+
+@pytest.fixture(autouse=True)
+def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OLLAMA_HOST", "DIARIST_OPENAI_BASE_URL", "DIARIST_OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, type[Handler]]]:
+    handler = type("H", (Handler,), {"routes": {}, "seen": []})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def closed_port() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def assert_clean(err: BaseException) -> None:
+    """A user-facing error: a message and a hint, no traceback, no chained raw exception."""
+    assert isinstance(err, DiaristError)
+    assert err.hint
+    assert "Traceback" not in str(err) and "Traceback" not in err.hint
+    assert err.__cause__ is None and err.__suppress_context__
+
+
+# --- ollama wire format -------------------------------------------------------------------
+
+def ollama_chat(handler: Handler, body: dict) -> None:
+    if body["model"] != "llama3.2:1b":
+        handler.send_json(404, {"error": f'model "{body["model"]}" not found, try pulling it first'})
+        return
+    if "TOO LONG" in body["messages"][-1]["content"]:
+        handler.send_json(400, {"error": "input length exceeds the context length"})
+        return
+    if "BOOM" in body["messages"][-1]["content"]:
+        handler.send_json(500, {"error": "llama runner process has terminated: signal: killed"})
+        return
+    lines = [json.dumps({"model": body["model"], "message": {"role": "assistant", "content": w},
+                         "done": False}).encode() + b"\n" for w in WORDS]
+    lines.append(json.dumps({"model": body["model"], "message": {"role": "assistant", "content": ""},
+                             "done": True, "done_reason": "stop", "prompt_eval_count": 26,
+                             "eval_count": 6, "eval_duration": 2_000_000_000}).encode() + b"\n")
+    handler.send_stream("application/x-ndjson", lines)
+
+
+def ollama_show(handler: Handler, body: dict) -> None:
+    if body["model"] == "llama3.2:1b":
+        handler.send_json(200, {"model_info": {"general.architecture": "llama",
+                                               "llama.context_length": 131072},
+                                "parameters": 'num_ctx                        8192\nstop "<|eot_id|>"'})
+    elif body["model"] == "plain":
+        handler.send_json(200, {"model_info": {"qwen2.context_length": 32768}})
+    else:
+        handler.send_json(404, {"error": f"model '{body['model']}' not found"})
+
+
+@pytest.fixture
+def ollama(server: tuple[str, type[Handler]]) -> tuple[str, type[Handler]]:
+    url, h = server
+    h.routes.update({
+        ("POST", "/api/chat"): ollama_chat,
+        ("POST", "/api/show"): ollama_show,
+        ("GET", "/api/tags"): lambda hd, b: hd.send_json(200, {"models": [
+            {"name": "llama3.2:1b", "model": "llama3.2:1b"}, {"name": "plain", "model": "plain"}]}),
+    })
+    return url, h
+
+
+def test_ollama_streams_tokens_in_order_with_stats(ollama: tuple[str, type[Handler]]) -> None:
+    url, h = ollama
+    got: list[str] = []
+    b = make_backend("ollama", base_url=url, model="llama3.2:1b")
+    reply = b.chat(MSGS, on_token=got.append, max_tokens=64, temperature=0.2)
+    assert got == WORDS
+    assert reply.text == "".join(WORDS) and not reply.interrupted
+    assert reply.stats.prompt_tokens == 26 and reply.stats.reply_tokens == 6
+    assert reply.stats.tokens_per_sec == pytest.approx(3.0)
+    assert reply.stats.elapsed_ms >= 50  # 7 chunks, 10 ms apart
+    sent = h.seen[-1]["body"]
+    assert sent["stream"] is True and sent["messages"] == MSGS
+    assert sent["options"] == {"num_predict": 64, "temperature": 0.2}
+
+
+def test_ollama_non_streamed(ollama: tuple[str, type[Handler]]) -> None:
+    url, h = ollama
+    h.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_json(200, {
+        "message": {"role": "assistant", "content": "whole"}, "done": True,
+        "prompt_eval_count": 5, "eval_count": 1, "eval_duration": 500_000_000})
+    reply = OllamaBackend(url, "llama3.2:1b").chat(MSGS, stream=False)
+    assert reply.text == "whole" and reply.stats.tokens_per_sec == pytest.approx(2.0)
+    assert h.seen[-1]["body"]["stream"] is False
+
+
+def test_ollama_models_and_context_window(ollama: tuple[str, type[Handler]]) -> None:
+    url, _ = ollama
+    b = OllamaBackend(url, "llama3.2:1b")
+    assert b.models() == ["llama3.2:1b", "plain"]
+    assert b.context_window() == 8192  # num_ctx parameter overrides model_info
+    assert b.context_window("plain") == 32768
+    with pytest.raises(ModelNotFound) as e:
+        b.context_window("nope")
+    assert "ollama pull nope" in e.value.hint
+
+
+def test_ollama_model_defaults_to_first_pulled(ollama: tuple[str, type[Handler]]) -> None:
+    url, _ = ollama
+    assert OllamaBackend(url).model == "llama3.2:1b"
+
+
+def test_ollama_host_from_env(ollama: tuple[str, type[Handler]], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = ollama
+    monkeypatch.setenv("OLLAMA_HOST", url.removeprefix("http://"))
+    assert OllamaBackend(model="llama3.2:1b").base_url == url
+    monkeypatch.setenv("OLLAMA_HOST", "0.0.0.0")
+    assert OllamaBackend().base_url == "http://127.0.0.1:11434"
+
+
+def test_ollama_errors(ollama: tuple[str, type[Handler]], closed_port: str) -> None:
+    url, _ = ollama
+    with pytest.raises(ModelNotFound) as e:
+        OllamaBackend(url, "qwen9:70b").chat(MSGS)
+    assert_clean(e.value)
+    assert "qwen9:70b" in str(e.value) and "ollama pull qwen9:70b" in e.value.hint
+    with pytest.raises(ContextLengthExceeded) as e2:
+        OllamaBackend(url, "llama3.2:1b").chat([{"role": "user", "content": "TOO LONG"}])
+    assert_clean(e2.value)
+    with pytest.raises(BackendError) as e3:
+        OllamaBackend(url, "llama3.2:1b").chat([{"role": "user", "content": "BOOM"}])
+    assert_clean(e3.value)
+    assert "500" in str(e3.value) and "signal: killed" in str(e3.value)
+    with pytest.raises(BackendUnavailable) as e4:
+        OllamaBackend(closed_port, "llama3.2:1b").chat(MSGS)
+    assert_clean(e4.value)
+    assert "ollama serve" in e4.value.hint and closed_port in e4.value.hint
+    with pytest.raises(BackendUnavailable):
+        OllamaBackend(closed_port).models()
+
+
+def test_ollama_error_mid_stream(ollama: tuple[str, type[Handler]]) -> None:
+    url, h = ollama
+    h.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream("application/x-ndjson", [
+        b'{"message":{"content":"par"},"done":false}\n', b'{"error":"out of memory"}\n'])
+    with pytest.raises(BackendError, match="out of memory") as e:
+        OllamaBackend(url, "m").chat(MSGS)
+    assert_clean(e.value)
+
+
+def test_interrupt_in_on_token_returns_partial_reply(ollama: tuple[str, type[Handler]]) -> None:
+    url, _ = ollama
+    got: list[str] = []
+
+    def on_token(piece: str) -> None:
+        got.append(piece)
+        if len(got) == 3:
+            raise KeyboardInterrupt
+
+    reply = OllamaBackend(url, "llama3.2:1b").chat(MSGS, on_token=on_token)
+    assert reply.interrupted and reply.text == "".join(WORDS[:3])
+    assert reply.stats.reply_tokens is None  # the final chunk never arrived
+
+
+def sigint_main_thread_after(seconds: float) -> threading.Timer:
+    """A real Ctrl-C, delivered to the main thread while it blocks on the socket."""
+    t = threading.Timer(seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    t.start()
+    return t
+
+
+def test_ctrl_c_while_blocked_reading(ollama: tuple[str, type[Handler]]) -> None:
+    url, h = ollama
+    slow = [b'{"message":{"content":"first"},"done":false}\n'] * 1 + [b'{"message":{"content":"x"},"done":false}\n'] * 5
+    h.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream("application/x-ndjson", slow, delay=0.4)
+    t = sigint_main_thread_after(0.2)
+    reply = OllamaBackend(url, "m").chat(MSGS)
+    t.join()
+    assert reply.interrupted and reply.text == "first"
+
+
+def test_ctrl_c_before_the_first_byte(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+
+    def thinking(hd: Handler, body: dict) -> None:
+        time.sleep(0.6)  # prompt processing on a small CPU
+        hd.send_json(200, {"choices": [{"message": {"content": "late"}}]})
+
+    h.routes[("POST", "/v1/chat/completions")] = thinking
+    t = sigint_main_thread_after(0.1)
+    reply = OpenAIBackend(url, "m").chat(MSGS)
+    t.join()
+    assert reply.interrupted and reply.text == "" and reply.stats.reply_tokens is None
+
+
+# --- openai wire format -------------------------------------------------------------------
+
+def sse(obj: object) -> bytes:
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+def openai_chat(handler: Handler, body: dict) -> None:
+    if handler.headers.get("Authorization") != f"Bearer {KEY}":
+        handler.send_json(401, {"error": {"message": f"Incorrect API key provided: "
+                                                     f"{handler.headers.get('Authorization')}",
+                                          "type": "invalid_request_error"}})
+        return
+    if body["model"] != "qwen2.5-1.5b":
+        handler.send_json(404, {"error": {"message": f"The model `{body['model']}` does not exist.",
+                                          "type": "invalid_request_error", "code": "model_not_found"}})
+        return
+    last = body["messages"][-1]["content"]
+    if "TOO LONG" in last:
+        handler.send_json(400, {"error": {"code": 400, "type": "exceed_context_size_error",
+                                          "message": "the request exceeds the available context size (4096 tokens)"}})
+        return
+    if "BOOM" in last:
+        handler.send_json(500, {"error": {"code": 500, "message": "slot unavailable"}})
+        return
+    if not body.get("stream"):
+        handler.send_json(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}}],
+                                "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
+        return
+    chunks = [b": keep-alive\n\n",
+              sse({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})]
+    chunks += [sse({"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}) for w in WORDS]
+    if "TOOL" in last:
+        chunks += [sse({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "remember", "arguments": '{"te'}}]}}]}),
+            sse({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "function": {"arguments": 'xt": "hi"}'}}]}}]})]
+    chunks.append(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append(sse({"choices": [], "usage": {"prompt_tokens": 31, "completion_tokens": 6,
+                                                    "total_tokens": 37},
+                           "timings": {"predicted_per_second": 12.5}}))
+    chunks.append(b"data: [DONE]\n\n")
+    handler.send_stream("text/event-stream", chunks)
+
+
+@pytest.fixture
+def openai(server: tuple[str, type[Handler]]) -> tuple[str, type[Handler]]:
+    url, h = server
+    h.routes.update({
+        ("POST", "/v1/chat/completions"): openai_chat,
+        ("GET", "/v1/models"): lambda hd, b: hd.send_json(200, {"object": "list", "data": [
+            {"id": "qwen2.5-1.5b", "object": "model", "meta": {"n_ctx_train": 32768}}]}),
+        ("GET", "/props"): lambda hd, b: hd.send_json(200, {
+            "default_generation_settings": {"n_ctx": 4096}}),
+    })
+    return url, h
+
+
+def test_openai_streams_tokens_with_usage(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    got: list[str] = []
+    b = make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b")
+    reply = b.chat(MSGS, on_token=got.append, max_tokens=32, temperature=0.0)
+    assert got == WORDS and reply.text == "".join(WORDS)
+    assert (reply.stats.prompt_tokens, reply.stats.reply_tokens) == (31, 6)
+    assert reply.stats.tokens_per_sec == 12.5 and reply.tool_calls == []
+    req = h.seen[-1]
+    assert req["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert req["body"]["stream_options"] == {"include_usage": True}
+    assert req["body"]["max_tokens"] == 32 and req["body"]["temperature"] == 0.0
+
+
+def test_openai_without_usage_gives_none(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream("text/event-stream", [
+        sse({"choices": [{"delta": {"content": "hi"}}]}), b"data: [DONE]\n\n"])
+    reply = OpenAIBackend(url + "/v1/", "m").chat(MSGS)  # trailing /v1/ is accepted too
+    assert reply.text == "hi"
+    assert reply.stats.prompt_tokens is None and reply.stats.reply_tokens is None
+    assert reply.stats.tokens_per_sec is None
+    assert "Authorization" not in h.seen[-1]["headers"]
+
+
+def test_openai_non_streamed_and_tool_calls(openai: tuple[str, type[Handler]]) -> None:
+    url, _ = openai
+    b = OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY)
+    got: list[str] = []
+    reply = b.chat(MSGS, stream=False, on_token=got.append)
+    assert reply.text == "whole" and got == ["whole"] and reply.stats.prompt_tokens == 9
+    reply = b.chat([{"role": "user", "content": "TOOL please"}])
+    assert reply.tool_calls == [{"id": "call_1", "type": "function",
+                                 "function": {"name": "remember", "arguments": '{"text": "hi"}'}}]
+
+
+def test_openai_models_and_context_window(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    b = OpenAIBackend(url, api_key=KEY)
+    assert b.models() == ["qwen2.5-1.5b"]
+    assert b.model == "qwen2.5-1.5b"
+    assert b.context_window() == 4096  # /props: the context actually allocated
+    del h.routes[("GET", "/props")]
+    assert OpenAIBackend(url, "qwen2.5-1.5b").context_window() == 32768  # meta.n_ctx_train
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(200, {"data": [{"id": "x"}]})
+    assert OpenAIBackend(url, "x").context_window() is None
+
+
+def test_openai_env_fallbacks(openai: tuple[str, type[Handler]], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, h = openai
+    monkeypatch.setenv("DIARIST_OPENAI_BASE_URL", url + "/v1")
+    monkeypatch.setenv("DIARIST_OPENAI_API_KEY", KEY)
+    b = make_backend("openai", model="qwen2.5-1.5b")
+    assert b.chat(MSGS).text == "".join(WORDS)
+    assert h.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert KEY not in repr(b)
+
+
+def test_openai_errors(openai: tuple[str, type[Handler]], closed_port: str) -> None:
+    url, _ = openai
+    b = OpenAIBackend(url, "nope", api_key=KEY)
+    with pytest.raises(ModelNotFound) as e1:
+        b.chat(MSGS)
+    with pytest.raises(ContextLengthExceeded) as e2:
+        OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY).chat([{"role": "user", "content": "TOO LONG"}])
+    with pytest.raises(BackendError) as e3:
+        OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY).chat([{"role": "user", "content": "BOOM"}])
+    assert "500" in str(e3.value) and "slot unavailable" in str(e3.value)
+    with pytest.raises(BackendUnavailable) as e4:
+        OpenAIBackend(closed_port, "m", api_key=KEY).chat(MSGS)
+    assert closed_port in e4.value.hint
+    with pytest.raises(BackendError) as e5:  # no such endpoint: wrong base URL
+        OpenAIBackend(url + "/api", "m", api_key=KEY).chat(MSGS)
+    assert "base URL" in e5.value.hint
+    for err in (e1.value, e2.value, e3.value, e4.value, e5.value):
+        assert_clean(err)
+        assert KEY not in str(err) and KEY not in err.hint
+        assert KEY not in "".join(traceback.format_exception(err))
+
+
+def test_api_key_never_in_repr_or_error_echo(openai: tuple[str, type[Handler]]) -> None:
+    url, _ = openai
+    wrong = "sk-wrong-ECHOED-123456"
+    b = OpenAIBackend(url, "qwen2.5-1.5b", api_key=wrong)
+    assert wrong not in repr(b) and "***" in repr(b)
+    with pytest.raises(BackendError) as e:
+        b.chat(MSGS)  # the fake server echoes the bad key back, like OpenAI does
+    assert "401" in str(e.value) and "API key" in e.value.hint
+    assert wrong not in str(e.value) and "***" in str(e.value)
+
+
+def test_openai_interrupt_closes_connection(openai: tuple[str, type[Handler]]) -> None:
+    url, _ = openai
+    got: list[str] = []
+
+    def on_token(piece: str) -> None:
+        got.append(piece)
+        raise KeyboardInterrupt
+
+    b = OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY)
+    reply = b.chat(MSGS, on_token=on_token)
+    assert reply.interrupted and reply.text == WORDS[0] and got == [WORDS[0]]
+    assert b.chat(MSGS).text == "".join(WORDS)  # the backend still works afterwards
+
+
+# --- scripted -----------------------------------------------------------------------------
+
+def test_scripted_rules(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_text('# demo\n{"match": "(?i)weather", "reply": "It is sunny."}\n'
+                      '{"match": "name", "reply": "I am diarist."}\n'
+                      '{"reply": "I do not know."}\n', encoding="utf-8")
+    b = make_backend("scripted", script=script)
+    got: list[str] = []
+    r = b.chat([{"role": "user", "content": "How is the WEATHER?"}], on_token=got.append)
+    assert isinstance(r, ChatReply) and r.text == "It is sunny." and got == ["It ", "is ", "sunny."]
+    assert r.stats.prompt_tokens == estimate("How is the WEATHER?")
+    assert r.stats.reply_tokens == estimate("It is sunny.")
+    assert b.chat([{"role": "user", "content": "your name, weather?"}]).text == "It is sunny."
+    assert b.chat([{"role": "user", "content": "what is your name"}]).text == "I am diarist."
+    assert b.chat([{"role": "user", "content": "??"}]).text == "I do not know."
+    assert b.chat([{"role": "user", "content": "??"}], stream=False).text == "I do not know."
+    assert b.context_window() == 4096 and b.models() == ["scripted"]
+
+
+def test_scripted_echo_and_interrupt() -> None:
+    b = ScriptedBackend(context_window=2048)
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "one two three"}]
+    r = b.chat(msgs)
+    assert r.text == "echo: one two three"
+    assert r.stats.prompt_tokens == estimate("sys") + estimate("one two three")
+    assert b.context_window() == 2048
+
+    def stop(piece: str) -> None:
+        if "two" in piece:
+            raise KeyboardInterrupt
+
+    r = b.chat(msgs, on_token=stop)
+    assert r.interrupted and r.text == "echo: one two "
+
+
+def test_scripted_bad_script(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"reply": "ok"}\n{"match": "(", "reply": "x"}\n', encoding="utf-8")
+    with pytest.raises(DiaristError, match=r"bad\.jsonl:2") as e:
+        ScriptedBackend(bad)
+    assert_clean(e.value)
+    with pytest.raises(DiaristError, match="cannot read"):
+        ScriptedBackend(tmp_path / "missing.jsonl")
+
+
+def test_unknown_backend() -> None:
+    with pytest.raises(DiaristError, match="unknown LLM backend") as e:
+        make_backend("gpt5")
+    assert "ollama" in e.value.hint

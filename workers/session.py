@@ -1,0 +1,147 @@
+"""A chat session: the flow of events around a conversation with the model.
+
+``SessionStarted`` → on the first user turn, memory recalled for it within the budget and
+recorded as ``MemoryInjected`` → each exchange as ``UserTurn`` / ``AssistantTurn`` (with the
+backend's stats) → ``HistoryCompressed`` whenever the history reaches ``warn_at_pct`` of the
+context window → ``SessionEnded``. The session reads memory only from the projections and
+writes only events. The terminal side lives in ``cli/chat.py``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from events import EventLog, Home
+from events.config import Config
+from events.ids import new_ulid
+from events.types import (AssistantTurn, HistoryCompressed, MemoryInjected, SessionEnded,
+                          SessionStarted, UserTurn)
+from projections import ProjectionStore
+from projections.inject import Injection, budget_for, build_injection
+from projections.semantic import semantic_searcher
+from projections.tokens import estimate
+
+from .llm import Backend, ChatReply, ContextLengthExceeded
+
+DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
+SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
+                 "Use the memory context below when it is relevant; do not repeat it verbatim.")
+# The summariser prompt of the seed design: ≤150 tokens of what must survive.
+SUMMARY_PROMPT = ("Summarise the conversation below in at most 150 tokens, for your own later "
+                  "use. Keep: decisions made, files changed, errors resolved, and context the "
+                  "user gave. Plain sentences, no preamble.")
+SUMMARY_MAX_TOKENS = 200
+COMPRESSED_PREFIX = "[Session history compressed — summary: "
+
+
+@dataclass
+class _Message:
+    role: str
+    content: str
+    event_ids: list[str] = field(default_factory=list)
+
+
+class ChatSession:
+    def __init__(self, home: Home, log: EventLog, store: ProjectionStore, backend: Backend,
+                 config: Config, *, notify: Callable[[str], None] | None = None) -> None:
+        self.home, self.log, self.store, self.backend, self.config = home, log, store, backend, config
+        self.id = f"chat/{new_ulid()}"
+        self.notify = notify or (lambda _text: None)
+        self.window = backend.context_window() or DEFAULT_CONTEXT
+        self.budget = budget_for(backend.context_window(), config.memory.budget_pct)
+        self.history: list[_Message] = []
+        self.memory_block = ""
+        self.injection: Injection | None = None
+        self.turns = 0
+        self.compressions = 0
+        self._inject_next = config.memory.inject_on_start
+
+    # --- events -----------------------------------------------------------------------------
+
+    def _append(self, data: object, **options: object) -> str:
+        return self.log.append(data, stream=self.id, **options).id  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        self._append(SessionStarted(session=self.id, backend=self.backend.name,
+                                    model=self.backend.model, context_window=self.window))
+
+    def end(self) -> None:
+        self._append(SessionEnded(session=self.id, turns=self.turns))
+
+    # --- memory -----------------------------------------------------------------------------
+
+    def inject(self, query: str) -> Injection:
+        """Recall for ``query`` within the budget; it becomes the system prompt's memory."""
+        semantic = semantic_searcher(self.home, self.store)
+        injection = build_injection(self.store.db, query, self.budget, self.config.memory.top_k,
+                                    semantic)
+        self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
+                                    injected_tokens=injection.injected_tokens,
+                                    items=[i.id for i in injection.items]))
+        self.injection, self.memory_block = injection, injection.text
+        return injection
+
+    def clear(self) -> None:
+        """Forget the conversation so far (not the log); memory is injected again next turn."""
+        self.history.clear()
+        self.memory_block = ""
+        self._inject_next = True
+
+    def messages(self) -> list[dict]:
+        system = SYSTEM_PROMPT + (f"\n\n{self.memory_block}" if self.memory_block else "")
+        return [{"role": "system", "content": system}] + [
+            {"role": m.role, "content": m.content} for m in self.history]
+
+    def history_tokens(self) -> int:
+        return sum(estimate(m["content"]) for m in self.messages())
+
+    def context_use(self) -> float:
+        return self.history_tokens() / self.window
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def send(self, text: str, on_token: Callable[[str], None] | None = None) -> ChatReply:
+        if self._inject_next:
+            self._inject_next = False
+            self.inject(text)
+        user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
+        self.history.append(_Message("user", text, [user_id]))
+        try:
+            reply = self.backend.chat(self.messages(), on_token=on_token)
+        except ContextLengthExceeded:
+            self.notify("[context length exceeded — compressing and retrying once]")
+            self.compress(force=True)
+            reply = self.backend.chat(self.messages(), on_token=on_token)
+        s = reply.stats
+        assistant_id = self._append(AssistantTurn(
+            session=self.id, text=reply.text, name=self.backend.model,
+            prompt_tokens=s.prompt_tokens, reply_tokens=s.reply_tokens, elapsed_ms=s.elapsed_ms,
+            tokens_per_sec=s.tokens_per_sec, interrupted=reply.interrupted))
+        self.history.append(_Message("assistant", reply.text, [assistant_id]))
+        self.turns += 1
+        if self.config.memory.rolling_summary.enabled and \
+                self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
+            self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")
+            self.compress()
+        return reply
+
+    def compress(self, force: bool = False) -> str | None:
+        """Summarise all but the last ``keep_turns`` messages in a separate call and replace
+        them with one message; returns the summary (None when there was nothing to do)."""
+        keep = self.config.memory.rolling_summary.keep_turns
+        old = self.history[:-keep] if keep else list(self.history)
+        if force and not old and len(self.history) > 1:
+            old = self.history[:-1]
+        if not old:
+            return None
+        transcript = "\n".join(f"{m.role}: {m.content}" for m in old)
+        reply = self.backend.chat(
+            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}],
+            stream=False, max_tokens=SUMMARY_MAX_TOKENS, temperature=0)
+        summary = " ".join(reply.text.split())
+        replaced = [event_id for m in old for event_id in m.event_ids]
+        event_id = self._append(HistoryCompressed(session=self.id, replaced=replaced, summary=summary))
+        self.history = [_Message("user", f"{COMPRESSED_PREFIX}{summary}]", [event_id])] + \
+            self.history[len(old):]
+        self.compressions += 1
+        return summary
