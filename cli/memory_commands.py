@@ -18,6 +18,7 @@ from projections.items import MEMORY_TYPES
 from projections.journal import FILE_NAME
 from projections.memories import STATUSES, get_memory, list_memories
 from projections.recall import DEFAULT_BUDGET, RecallResult, recall
+from projections.stats import budget_line, budget_summary
 from projections.vectors import refresh_vectors
 
 from .context import current_home, friendly_errors, home_option, opened
@@ -300,6 +301,6 @@ def memory_status() -> None:
         long_term = home.memory_dir / "MEMORY.md"
         size = len(long_term.read_text(encoding="utf-8")) if long_term.exists() else 0
         click.echo(f"MEMORY.md: {size} characters")
-        click.echo(f"budget: {config.memory.budget_pct:.0%} of the context window "
-                   f"({DEFAULT_BUDGET} tokens when unknown), top_k {config.memory.top_k}")
+        click.echo(budget_line(budget_summary(db, config.memory.budget_pct),
+                               config.memory.budget_pct) + f"\ntop_k {config.memory.top_k}")
         _warn_if_behind(store)

@@ -14,6 +14,8 @@ from events import Home
 from projections import ProjectionStore, open_store
 from projections.embedding import load_embedder
 from projections.engine import DEFAULT_BATCH, Progress
+from events.config import load_config
+from projections.stats import budget_line, budget_summary
 from projections.vectors import active_model, embed_pending, pending_count, refresh_vectors
 
 from .context import current_home, friendly_errors, home_option, opened
@@ -140,14 +142,17 @@ def _check(store: ProjectionStore, name: str) -> str | None:
 @home_option
 @friendly_errors
 def status() -> None:
-    """The log's size, and each projection's position and lag."""
+    """The log's size, each projection's position and lag, memory budget use and advice."""
     home = current_home()
+    config = load_config(home)
     with opened(home) as (log, store):
         size = sum(p.stat().st_size for p in home.root.glob("events.db*") if p.is_file())
         click.echo(f"home: {home.root}")
         click.echo(f"log: {log.count()} events, head {log.head()}, {size / 1e6:.1f} MB")
         for s in store.status():
             click.echo(f"projection {s.name}: position {s.position}, lag {s.lag}")
+        click.echo(budget_line(budget_summary(store.db, config.memory.budget_pct),
+                           config.memory.budget_pct))
         active = active_model(store)
         if active is None:
             click.echo("embeddings: no model chosen yet (`diarist sync` exports it); recall is lexical")

@@ -13,10 +13,11 @@ from .turns import TurnsProjector
 
 def all_projectors() -> list[Projector]:
     """Every projector, in catch-up order."""
+    from .stats import StatsProjector
     from .vectors import VectorsProjector
 
     return [TurnsProjector(), JournalProjector(), LongTermProjector(), MemoriesProjector(),
-            SearchProjector(), VectorsProjector()]
+            SearchProjector(), VectorsProjector(), StatsProjector()]
 
 
 def open_store(home: Home, log: EventLog | None = None) -> ProjectionStore:
