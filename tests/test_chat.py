@@ -140,3 +140,28 @@ def test_chat_with_no_server_is_a_clear_error(home: Home) -> None:
                                       "http://127.0.0.1:9"], input="/exit\n")
     assert result.exit_code == 1
     assert "Error:" in result.output and "Traceback" not in result.output
+
+
+def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    secrets = ["sk-proj-Q8vN3mX0aLq7pR2tY9uW4eK1zz", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA",
+               "hunter2-Pa55word"]
+    first = ChatSession(home, log, store, ScriptedBackend(None), config())
+    first.start()
+    first.send(f"my openai key is {secrets[0]} and github token {secrets[1]}")
+    first.send(f"the staging db password: {secrets[2]}")
+    first.end()
+    store.catch_up_all()
+    second = ChatSession(home, log, store, ScriptedBackend(None), config())
+    second.start()
+    second.send("what is my openai key and the staging db password?")
+    block = second.memory_block
+    assert "[secret]" in block and "openai key" in block
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for path in home.root.rglob("*"):
+        if path.is_file() and not path.name.startswith("events.db"):
+            data = path.read_bytes()
+            assert not any(s.encode() in data for s in secrets), path
+    for s in secrets:
+        assert s not in block
+    assert any(secrets[0] in e.payload.get("text", "") for e in log.read(types=["UserTurn"]))
