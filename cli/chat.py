@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import click
@@ -18,6 +19,7 @@ HELP = """Commands:
   /remember TEXT           remember a note
   /journal [DATE]          a day's journal (today by default)
   /memory list|show|forget|flag|status|recall ...   the memory commands
+  /memory profile [set KEY VALUE]   show the workspace profile, or set one of its fields
   /clear                   start the conversation afresh (memory is injected again)
   /summarize               compress the older turns now
   /status                  backend, model, context use, memory budget and use
@@ -68,6 +70,8 @@ def _slash(session, line: str) -> bool:  # type: ignore[no-untyped-def]
         _run_cli(["remember", " ".join(args)])
     elif command == "journal":
         _run_cli(["journal", *args])
+    elif command == "memory" and args and args[0] == "profile":
+        _profile(session, args[1:])
     elif command == "memory" and args and args[0] == "recall":
         _run_cli(["recall", " ".join(args[1:])])
     elif command == "memory":
@@ -77,6 +81,58 @@ def _slash(session, line: str) -> bool:  # type: ignore[no-untyped-def]
     return True
 
 
+def _profile(session, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """`/memory profile` shows the workspace profile; `/memory profile set KEY VALUE` sets a field."""
+    from projections.memories import list_memories
+    from workers.onboarding import record_profile
+
+    if args and args[0] == "set":
+        if len(args) < 3:
+            click.echo("Usage: /memory profile set KEY VALUE")
+            return
+        record_profile(session.log, {args[1]: " ".join(args[2:])})
+        session.store.catch_up_all()
+        click.echo(f"Profile: {args[1]} set (used from the next injection; /clear to re-inject now).")
+        return
+    if args:
+        click.echo("Usage: /memory profile [set KEY VALUE]")
+        return
+    lines = list_memories(session.store.db, "workspace_profile")
+    if not lines:
+        click.echo("No workspace profile yet. Set a field with /memory profile set KEY VALUE.")
+        return
+    click.echo("[workspace profile]")
+    for memory in lines:
+        click.echo(f"  {memory.content}")
+
+
+def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-def]
+    """Record the project facts of the current directory; on a workspace without a profile,
+    ask the onboarding questions (interactive terminals, or --onboard)."""
+    from workers.onboarding import (ONBOARDING_QUESTIONS, needs_onboarding, record_profile,
+                                    record_project_facts)
+
+    cwd = Path.cwd().resolve()
+    if home.root.resolve().is_relative_to(cwd):  # only the project this workspace lives in
+        warnings: list[str] = []
+        record_project_facts(log, cwd, warnings)
+        for warning in warnings:
+            click.echo(f"(project facts: {warning})", err=True)
+        store.catch_up_all()
+    if needs_onboarding(store) and (force or sys.stdin.isatty()):
+        click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
+        answers: dict[str, str] = {}
+        for key, question in ONBOARDING_QUESTIONS:
+            try:
+                answers[key] = click.prompt(question, default="", show_default=False)
+            except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
+                click.echo()
+                break
+        if record_profile(log, answers):
+            click.echo("Saved. See or change it with /memory profile.")
+            store.catch_up_all()
+
+
 @click.command()
 @click.option("--backend", type=click.Choice(["ollama", "openai", "scripted"]), default="ollama",
               show_default=True, help="Where the model runs.")
@@ -84,9 +140,12 @@ def _slash(session, line: str) -> bool:  # type: ignore[no-untyped-def]
 @click.option("--base-url", help="Server URL (default: $OLLAMA_HOST or $DIARIST_OPENAI_BASE_URL).")
 @click.option("--script", type=click.Path(dir_okay=False, path_type=Path),
               help="Rules file for --backend scripted (JSON lines {\"match\", \"reply\"}).")
+@click.option("--onboard", is_flag=True,
+              help="Ask the profile questions even when stdin is not a terminal (when no profile exists).")
 @home_option
 @friendly_errors
-def chat(backend: str, model: str | None, base_url: str | None, script: Path | None) -> None:
+def chat(backend: str, model: str | None, base_url: str | None, script: Path | None,
+         onboard: bool) -> None:
     """Chat with a local model that starts from the memory that matters."""
     from workers.llm import make_backend
     from workers.session import ChatSession
@@ -96,6 +155,7 @@ def chat(backend: str, model: str | None, base_url: str | None, script: Path | N
     llm = make_backend(backend, model=model, base_url=base_url, script=script)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         store.catch_up_all()
+        _onboard(home, log, store, onboard)
         session = ChatSession(home, log, store, llm, config, notify=click.echo)
         session.start()
         click.echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
