@@ -9,7 +9,6 @@ at and refs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Protocol
 
 from events import clock
 
-from .items import JOURNAL, LONG_TERM, MEMORY, TURN
+from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash
 from .long_term import read_long_term
 from .memories import list_memories, memory_states
 from .search import Hit, items_by_key, search
@@ -91,8 +90,6 @@ def _item(source: str, id_: str, content: str, score: float, at: str, refs: Sequ
 def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
     """Profile, project facts, then MEMORY.md up to its share; returns the content hashes
     used, so the scored part does not repeat them."""
-    from .items import content_hash
-
     used: set[str] = set()
     for type_, source in (("workspace_profile", "workspace_profile"), ("project_fact", "project_fact")):
         for memory in list_memories(db, type_):
@@ -219,7 +216,3 @@ def _source_label(hit: Hit) -> str:
     if hit.source == MEMORY and hit.type in ("workspace_profile", "project_fact"):
         return hit.type
     return {TURN: "turn", JOURNAL: "journal", MEMORY: "memory", LONG_TERM: "long_term"}[hit.source]
-
-
-def dumps(result: RecallResult, **extra: Any) -> str:
-    return json.dumps({**extra, **result.to_json()}, ensure_ascii=False)
