@@ -142,10 +142,13 @@ def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-
               help="Rules file for --backend scripted (JSON lines {\"match\", \"reply\"}).")
 @click.option("--onboard", is_flag=True,
               help="Ask the profile questions even when stdin is not a terminal (when no profile exists).")
+@click.option("--shadow-journal/--no-shadow-journal", default=None,
+              help="After each reply, ask the model for new facts for the journal "
+                   "(default: memory.shadow_journal in the config, off).")
 @home_option
 @friendly_errors
 def chat(backend: str, model: str | None, base_url: str | None, script: Path | None,
-         onboard: bool) -> None:
+         onboard: bool, shadow_journal: bool | None) -> None:
     """Chat with a local model that starts from the memory that matters."""
     from workers.llm import make_backend
     from workers.session import ChatSession
@@ -161,7 +164,8 @@ def chat(backend: str, model: str | None, base_url: str | None, script: Path | N
         click.echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
                    f"memory budget {session.budget}. /help for commands.")
         try:
-            _loop(session, store)
+            shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
+            _loop(session, store, shadow)
         finally:
             session.end()
             store.catch_up_all()
@@ -169,7 +173,26 @@ def chat(backend: str, model: str | None, base_url: str | None, script: Path | N
     click.echo(f"Session ended ({session.turns} turns).")
 
 
-def _loop(session, store) -> None:  # type: ignore[no-untyped-def]
+def _shadow_journal(session, store) -> None:  # type: ignore[no-untyped-def]
+    """Mine the last exchange for new facts, in this process, after the reply is shown.
+    A failure is only a warning: the reply and its turns are already in the log."""
+    from workers.extract import shadow_journal
+
+    if session.last_turn is None:
+        return
+    user_id, assistant_id = session.last_turn
+    try:
+        event = shadow_journal(session.home, session.log, session.id, user_id, assistant_id,
+                               session.backend, store=store)
+    except DiaristError as exc:
+        click.echo(f"(shadow journal: {exc})", err=True)
+        return
+    if event is not None:
+        store.catch_up_all()
+        click.echo(f"  (journal: +{len(event.payload['facts'])} fact(s))", err=True)
+
+
+def _loop(session, store, shadow: bool = False) -> None:  # type: ignore[no-untyped-def]
     while True:
         try:
             line = click.prompt("you", prompt_suffix="> ", default="", show_default=False)
@@ -195,3 +218,5 @@ def _loop(session, store) -> None:  # type: ignore[no-untyped-def]
         if stats.tokens_per_sec:
             click.echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)", err=True)
         store.catch_up_all()  # after the reply is shown: the next turn recalls what was said
+        if shadow and not reply.interrupted:
+            _shadow_journal(session, store)

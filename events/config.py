@@ -8,6 +8,8 @@ memory:
   budget_pct: 0.25          # share of the model's context window for injected memory
   top_k: 10                 # scored items at most (after profile, project facts, MEMORY.md)
   inject_on_start: true     # inject memory when a chat session starts
+  shadow_journal: false     # after each chat turn, ask the model for new facts (one more
+                            # LLM call per turn: off by default, see docs/architecture.md)
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share
@@ -42,6 +44,9 @@ class MemoryConfig:
     budget_pct: float = 0.25
     top_k: int = 10
     inject_on_start: bool = True
+    # Off by default: on a Pi-class CPU the extra call costs seconds per turn and competes
+    # with the chat for the one loaded model, so the next reply would wait for it.
+    shadow_journal: bool = False
     rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
 
 
@@ -92,6 +97,7 @@ _CHECKS: dict[str, Any] = {
     "memory.budget_pct": _fraction(0.0, 1.0),
     "memory.top_k": _int_range(1, 1000),
     "memory.inject_on_start": _boolean,
+    "memory.shadow_journal": _boolean,
     "memory.rolling_summary.enabled": _boolean,
     "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
     "memory.rolling_summary.keep_turns": _int_range(0, 1000),

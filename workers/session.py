@@ -54,6 +54,8 @@ class ChatSession:
         self.injection: Injection | None = None
         self.turns = 0
         self.compressions = 0
+        # (user event id, assistant event id) of the last exchange: the shadow journal's input
+        self.last_turn: tuple[str, str] | None = None
         self._inject_next = config.memory.inject_on_start
 
     # --- events -----------------------------------------------------------------------------
@@ -119,6 +121,7 @@ class ChatSession:
             tokens_per_sec=s.tokens_per_sec, interrupted=reply.interrupted))
         self.history.append(_Message("assistant", reply.text, [assistant_id]))
         self.turns += 1
+        self.last_turn = (user_id, assistant_id)
         if self.config.memory.rolling_summary.enabled and \
                 self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
             self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")

@@ -100,6 +100,24 @@ def enqueue_catch_up() -> list[str]:
     return queued
 
 
+@huey.task(name="memory.shadow_journal", retries=1, retry_delay=30)
+def shadow_journal_task(session_id: str, user_event_id: str, assistant_event_id: str,
+                        backend_name: str, model: str, base_url: str | None = None) -> str | None:
+    """Extract the net-new facts of one chat exchange (``workers.extract``). The backend is
+    rebuilt here; an API key comes from the worker's environment, never through the queue.
+    A retry appends once (idempotency key)."""
+    from .extract import shadow_journal
+    from .llm import make_backend
+
+    home = bound_home()
+    backend = make_backend(backend_name, model=model, base_url=base_url)
+    with EventLog(home.events_db) as log:
+        event = shadow_journal(home, log, session_id, user_event_id, assistant_event_id, backend)
+    if event is not None:
+        enqueue_catch_up()
+    return event.id if event is not None else None
+
+
 @huey.periodic_task(crontab(minute="*"), name="project.all")
 def catch_up_all_periodically() -> None:
     """Safety net: once a minute, queue a catch-up for anything an enqueue missed."""
