@@ -136,6 +136,17 @@ class HistoryCompressed(Event):
 
 @event
 @dataclass(frozen=True)
+class ToolCalled(Event):
+    """A memory tool the model called in a chat session, and the text it got back."""
+
+    session: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+
+
+@event
+@dataclass(frozen=True)
 class SessionEnded(Event):
     session: str
     turns: int = 0

@@ -90,7 +90,7 @@ class Backend(Protocol):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None) -> ChatReply: ...
+             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply: ...
 
     def models(self) -> list[str]: ...
 
@@ -386,7 +386,7 @@ class OllamaBackend(_HTTPBackend):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
         options: dict[str, Any] = {}
         if max_tokens is not None:
             options["num_predict"] = max_tokens
@@ -395,6 +395,8 @@ class OllamaBackend(_HTTPBackend):
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if options:
             body["options"] = options
+        if tools:
+            body["tools"] = tools
         return self._stream(f"{self.base_url}/api/chat", body, _parse_ndjson, on_token)
 
     def _whole(self, data: dict) -> _Delta:
@@ -440,7 +442,7 @@ class OpenAIBackend(_HTTPBackend):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -448,6 +450,8 @@ class OpenAIBackend(_HTTPBackend):
             body["max_tokens"] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if tools:
+            body["tools"] = tools
         return self._stream(f"{self.base_url}/chat/completions", body, _parse_sse, on_token)
 
     def _whole(self, data: dict) -> _Delta:
@@ -561,7 +565,8 @@ class ScriptedBackend:
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+        del tools  # scripted replies come from the rules; tool specs are ignored
         started = time.monotonic()
         text = self.reply_for(messages)
         if max_tokens is not None:

@@ -2,12 +2,15 @@
 
 ``SessionStarted`` → on the first user turn, memory recalled for it within the budget and
 recorded as ``MemoryInjected`` → each exchange as ``UserTurn`` / ``AssistantTurn`` (with the
-backend's stats) → ``HistoryCompressed`` whenever the history reaches ``warn_at_pct`` of the
-context window → ``SessionEnded``. The session reads memory only from the projections and
+backend's stats), with a ``ToolCalled`` for each memory tool the model called in between
+(see :mod:`workers.tools`; only the final reply is an ``AssistantTurn``) →
+``HistoryCompressed`` whenever the history reaches ``warn_at_pct`` of the context window →
+``SessionEnded``. The session reads memory only from the projections and
 writes only events. The terminal side lives in ``cli/chat.py``.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,13 +18,15 @@ from events import EventLog, Home
 from events.config import Config
 from events.ids import new_ulid
 from events.types import (AssistantTurn, HistoryCompressed, MemoryInjected, SessionEnded,
-                          SessionStarted, UserTurn)
+                          SessionStarted, ToolCalled, UserTurn)
 from projections import ProjectionStore
 from projections.inject import Injection, budget_for, build_injection
 from projections.semantic import semantic_searcher
 from projections.tokens import estimate
 
-from .llm import Backend, ChatReply, ContextLengthExceeded
+from .llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
+                  ModelNotFound)
+from .tools import TOOL_PROMPT, TOOL_SPECS, parse_text_tool_calls, run_tool
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
@@ -32,6 +37,8 @@ SUMMARY_PROMPT = ("Summarise the conversation below in at most 150 tokens, for y
                   "user gave. Plain sentences, no preamble.")
 SUMMARY_MAX_TOKENS = 200
 COMPRESSED_PREFIX = "[Session history compressed — summary: "
+MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply must be final
+MAX_CALLS_PER_ROUND = 5
 
 
 @dataclass
@@ -43,7 +50,8 @@ class _Message:
 
 class ChatSession:
     def __init__(self, home: Home, log: EventLog, store: ProjectionStore, backend: Backend,
-                 config: Config, *, notify: Callable[[str], None] | None = None) -> None:
+                 config: Config, *, notify: Callable[[str], None] | None = None,
+                 tools: bool = True) -> None:
         self.home, self.log, self.store, self.backend, self.config = home, log, store, backend, config
         self.id = f"chat/{new_ulid()}"
         self.notify = notify or (lambda _text: None)
@@ -57,6 +65,9 @@ class ChatSession:
         # (user event id, assistant event id) of the last exchange: the shadow journal's input
         self.last_turn: tuple[str, str] | None = None
         self._inject_next = config.memory.inject_on_start
+        self.tools = tools
+        # native tool calling: offered to HTTP backends until the server refuses it
+        self._native_tools = tools and backend.name != "scripted"
 
     # --- events -----------------------------------------------------------------------------
 
@@ -90,7 +101,8 @@ class ChatSession:
         self._inject_next = True
 
     def messages(self) -> list[dict]:
-        system = SYSTEM_PROMPT + (f"\n\n{self.memory_block}" if self.memory_block else "")
+        system = SYSTEM_PROMPT + (f" {TOOL_PROMPT}" if self.tools else "") + \
+            (f"\n\n{self.memory_block}" if self.memory_block else "")
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
 
@@ -108,12 +120,9 @@ class ChatSession:
             self.inject(text)
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
         self.history.append(_Message("user", text, [user_id]))
-        try:
-            reply = self.backend.chat(self.messages(), on_token=on_token)
-        except ContextLengthExceeded:
-            self.notify("[context length exceeded — compressing and retrying once]")
-            self.compress(force=True)
-            reply = self.backend.chat(self.messages(), on_token=on_token)
+        reply = self._chat([], on_token)
+        if self.tools:
+            reply = self._tool_rounds(reply, on_token)
         s = reply.stats
         assistant_id = self._append(AssistantTurn(
             session=self.id, text=reply.text, name=self.backend.model,
@@ -127,6 +136,93 @@ class ChatSession:
             self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")
             self.compress()
         return reply
+
+    def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None) -> ChatReply:
+        """One model call on the history plus ``extra`` (this turn's structured tool
+        messages): compress and retry once on overflow; drop native tools if refused."""
+        def call() -> ChatReply:
+            messages = self.messages() + extra
+            if not self._native_tools:
+                return self.backend.chat(messages, on_token=on_token)
+            try:
+                return self.backend.chat(messages, on_token=on_token, tools=TOOL_SPECS)
+            except (BackendUnavailable, ModelNotFound, ContextLengthExceeded):
+                raise
+            except BackendError as e:
+                if "tool" not in str(e).lower():
+                    raise
+                self._native_tools = False  # e.g. "model does not support tools"
+                self.notify("[the model refused native tools — using text tool calls]")
+                return self.backend.chat(messages, on_token=on_token)
+
+        try:
+            return call()
+        except ContextLengthExceeded:
+            self.notify("[context length exceeded — compressing and retrying once]")
+            self.compress(force=True)
+            return call()
+
+    def _tool_rounds(self, reply: ChatReply, on_token: Callable[[str], None] | None) -> ChatReply:
+        """Run the tools the model asked for, structured (``reply.tool_calls``) or printed as
+        text, and ask again — at most ``MAX_TOOL_ROUNDS`` times. Each call is a
+        ``ToolCalled``. The model is asked again with the exchange in its own protocol
+        (assistant ``tool_calls`` + ``tool`` messages, or for text calls the assistant text +
+        a user message ``[tool result NAME]: ...``); the history keeps every exchange as that
+        plain text, so it stays valid for every server and survives compression. Returns the
+        final reply."""
+        wire: list[dict] = []          # this turn's tool exchange, as sent to the model
+        copies: list[_Message] = []    # the same, as plain text, for the history
+        try:
+            for _ in range(MAX_TOOL_ROUNDS):
+                if reply.interrupted:
+                    break
+                structured = [self._from_structured(c) for c in reply.tool_calls]
+                calls = structured or [(None, c["name"], c["arguments"])
+                                       for c in parse_text_tool_calls(reply.text)]
+                if not calls:
+                    break
+                calls = calls[:MAX_CALLS_PER_ROUND]
+                if structured:
+                    wire.append({"role": "assistant", "content": reply.text,
+                                 "tool_calls": reply.tool_calls[:MAX_CALLS_PER_ROUND]})
+                else:
+                    wire.append({"role": "assistant", "content": reply.text})
+                shown = reply.text.strip()
+                for call_id, name, arguments in calls:
+                    result = run_tool(name, arguments, home=self.home, log=self.log,
+                                      store=self.store, session_id=self.id)
+                    args = arguments if isinstance(arguments, dict) else {"_raw": str(arguments)}
+                    event_id = self._append(ToolCalled(session=self.id, name=name,
+                                                       arguments=args, result=result))
+                    call_text = f"[tool call {name} {json.dumps(args, ensure_ascii=False)}]"
+                    result_text = f"[tool result {name}]: {result}"
+                    copies.append(_Message("assistant", shown or call_text, [event_id]))
+                    copies.append(_Message("user", result_text, [event_id]))
+                    shown = ""
+                    if not structured:
+                        wire.append({"role": "user", "content": result_text})
+                    elif self.backend.name == "ollama":
+                        wire.append({"role": "tool", "content": result, "tool_name": name})
+                    else:
+                        wire.append({"role": "tool", "content": result,
+                                     "tool_call_id": call_id or ""})
+                reply = self._chat(wire, on_token)
+        finally:
+            self.history.extend(copies)
+        return reply
+
+    @staticmethod
+    def _from_structured(call: dict) -> tuple[str | None, str, object]:
+        """(id, name, arguments) of an OpenAI-style call; JSON-string arguments (OpenAI)
+        are decoded, object arguments (ollama) kept; undecodable ones stay a string."""
+        fn = call.get("function") or {}
+        arguments = fn.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                pass
+        return call.get("id"), str(fn.get("name") or ""), arguments
 
     def compress(self, force: bool = False) -> str | None:
         """Summarise all but the last ``keep_turns`` messages in a separate call and replace

@@ -1,0 +1,174 @@
+"""Memory tools the chat model may call: ``remember``, ``memory_search``, ``memory_get``.
+
+A model with native tool calling gets :data:`TOOL_SPECS` (OpenAI function-tool schemas) and
+answers with structured ``tool_calls``. A small model that prints its call as text instead is
+understood through :func:`parse_text_tool_calls`: a fenced ```json block (or a bare JSON
+object on a line of its own) shaped ``{"tool": NAME, "arguments": {...}}`` or
+``{"name": NAME, "arguments": {...}}``. :func:`run_tool` executes one call and always
+returns a string — bad arguments give an ``error: ...`` result, never an exception.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any
+
+from events import EventLog, Home, clock
+from events.types import Remembered
+from projections import ProjectionStore
+from projections.journal import render_day
+from projections.recall import recall
+from projections.semantic import semantic_searcher
+
+MEMORY_STREAM = "memory"
+SEARCH_BUDGET = 400       # tokens of recall a search may return
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 10
+MAX_REMEMBER_CHARS = 1000
+# Always in the injected memory block already; a search lists what else matches.
+_HEAD_SOURCES = frozenset({"workspace_profile", "project_fact"})
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    {"type": "function", "function": {
+        "name": "remember",
+        "description": "Save a short note to the user's long-term memory (today's journal).",
+        "parameters": {"type": "object", "properties": {
+            "content": {"type": "string", "description": "The note, one or two sentences."}},
+            "required": ["content"]}}},
+    {"type": "function", "function": {
+        "name": "memory_search",
+        "description": "Search the user's memory (notes, journal, past conversations).",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What to look for."},
+            "limit": {"type": "integer", "description": "At most this many results (1-10).",
+                      "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+            "required": ["query"]}}},
+    {"type": "function", "function": {
+        "name": "memory_get",
+        "description": "Read the journal of one day.",
+        "parameters": {"type": "object", "properties": {
+            "date": {"type": "string",
+                     "description": "YYYY-MM-DD, 'today' or 'yesterday' (UTC days)."}},
+            "required": ["date"]}}},
+]
+TOOL_NAMES = frozenset(spec["function"]["name"] for spec in TOOL_SPECS)
+
+TOOL_PROMPT = ("Memory tools: remember(content), memory_search(query, limit), memory_get(date). "
+               "If you cannot call tools natively, reply with only a ```json block such as "
+               '{"tool": "memory_search", "arguments": {"query": "bees", "limit": 3}} '
+               "and wait for the result.")
+
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def _calls_in(value: Any) -> list[dict[str, Any]]:
+    """Known-tool calls in one decoded JSON value (an object or a list of objects)."""
+    items = value if isinstance(value, list) else [value]
+    calls: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("tool", item.get("name"))
+        args = item.get("arguments", item.get("parameters", {}))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                continue
+        if isinstance(name, str) and name in TOOL_NAMES and isinstance(args, dict):
+            calls.append({"name": name, "arguments": args})
+    return calls
+
+
+def parse_text_tool_calls(text: str) -> list[dict[str, Any]]:
+    """Tool calls a model printed as text: ``[{"name": ..., "arguments": {...}}, ...]``.
+    Only known tool names; malformed JSON and other shapes are ignored."""
+    calls: list[dict[str, Any]] = []
+    for block in _FENCE.findall(text or ""):
+        try:
+            calls.extend(_calls_in(json.loads(block)))
+        except ValueError:
+            continue
+    rest = _FENCE.sub("", text or "")
+    for line in rest.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                calls.extend(_calls_in(json.loads(line)))
+            except ValueError:
+                continue
+    return calls
+
+
+class _BadArguments(ValueError):
+    pass
+
+
+def _text_arg(args: dict[str, Any], key: str, *, default: str | None = None) -> str:
+    value = args.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise _BadArguments(f"{key!r} must be a non-empty string")
+    return value.strip()
+
+
+def _limit_arg(args: dict[str, Any]) -> int:
+    value = args.get("limit", DEFAULT_LIMIT)
+    if value is None:
+        return DEFAULT_LIMIT
+    if isinstance(value, bool):
+        raise _BadArguments("'limit' must be an integer")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise _BadArguments("'limit' must be an integer") from None
+    return max(1, min(MAX_LIMIT, number))
+
+
+def _day(value: str) -> str:
+    today = clock.now().date()
+    if value.lower() == "today":
+        return today.isoformat()
+    if value.lower() == "yesterday":
+        return (today - dt.timedelta(days=1)).isoformat()
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise _BadArguments(f"not a date: {value!r} (use YYYY-MM-DD, today or yesterday)") from None
+
+
+def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: ProjectionStore,
+             session_id: str) -> str:
+    """Execute one memory tool call; the result is the text the model gets back."""
+    if name not in TOOL_NAMES:
+        return f"error: unknown tool {name!r} (known: {', '.join(sorted(TOOL_NAMES))})"
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return f"error: the arguments of {name} are not valid JSON"
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return f"error: the arguments of {name} must be a JSON object"
+    try:
+        if name == "remember":
+            content = " ".join(_text_arg(arguments, "content").split())
+            if len(content) > MAX_REMEMBER_CHARS:
+                raise _BadArguments(f"'content' is longer than {MAX_REMEMBER_CHARS} characters")
+            log.append(Remembered(text=content, type="user_preference", source="agent",
+                                  session=session_id), stream=MEMORY_STREAM)
+            store.catch_up_all()
+            return "remembered"
+        if name == "memory_search":
+            query = _text_arg(arguments, "query")
+            limit = _limit_arg(arguments)
+            result = recall(store.db, query, budget=SEARCH_BUDGET, k=limit,
+                            semantic=semantic_searcher(home, store))
+            lines = [f"{item.source}: {' '.join(item.content.split())}"
+                     for item in result.items if item.source not in _HEAD_SOURCES][:limit]
+            return "\n".join(lines) if lines else f"No memories match {query!r}."
+        day = _day(_text_arg(arguments, "date", default="today"))
+        return render_day(store.db, day) or f"No journal entry for {day}."
+    except _BadArguments as e:
+        return f"error: {name}: {e}"
