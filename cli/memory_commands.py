@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
-import sys
+import sqlite3
 from pathlib import Path
 
 import click
@@ -227,7 +226,7 @@ def _resolve_forgettable(store: ProjectionStore, key: str) -> list[str]:
         try:
             args = (key, key) if sql.count("?") == 2 else (key,)
             texts += [row[0] for row in db.execute(sql, args)]
-        except Exception:  # noqa: BLE001 - a projection not built yet has nothing to find
+        except sqlite3.OperationalError:  # a projection not built yet has nothing to find
             continue
     return sorted({t for t in texts if t.strip()})
 

@@ -68,6 +68,12 @@ class Projector(ABC):
         return None
 
 
+def fsync_file(path: Path) -> None:
+    """Flush a file's data to disk."""
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
 def write_file(path: Path, content: str | None) -> None:
     """Replace ``path`` atomically (temp file, fsync, rename); None removes it."""
     if content is None:

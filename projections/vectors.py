@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from events import Home, RecordedEvent
 
 from .embedding import ActiveModel
+from .engine import fsync_file as _fsync
 from .item_index import ITEM_EVENTS, ItemIndexProjector
 from .items import Item
 
@@ -448,11 +449,6 @@ def _zero_columns(path: Path, dimension: int, slots: Sequence[int]) -> None:
                 array[block, :, column] = 0.0
 
     _with_array(path, dimension, 0, clear)
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
 
 
 def _valid_file(path: Path, dimension: int, count: int) -> bool:

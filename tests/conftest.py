@@ -6,10 +6,14 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from events import EventLog, Home
+
+if TYPE_CHECKING:
+    from projections import ProjectionStore
 
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
@@ -34,6 +38,22 @@ def locomo26() -> Path:
     path = LOCOMO / "conv-26.transcript.jsonl"
     if not path.exists():
         pytest.skip("../shared/bench/locomo is not beside the checkout")
+    return path
+
+
+@pytest.fixture
+def stores(home: Home) -> Iterator[tuple[EventLog, "ProjectionStore"]]:
+    """The home's log and projection store, open together."""
+    from projections import open_store
+
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        yield log, store
+
+
+def rules(tmp_path: Path, *lines: dict) -> Path:
+    """A scripted-backend rules file (JSON lines {"match", "reply"})."""
+    path = tmp_path / "script.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 

@@ -16,17 +16,9 @@ from projections import open_store
 from workers.llm import ContextLengthExceeded, ScriptedBackend
 from workers.session import COMPRESSED_PREFIX, ChatSession
 
-
-def rules(tmp_path: Path, *lines: dict) -> Path:
-    path = tmp_path / "script.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
+from .conftest import rules
 
 
-@pytest.fixture
-def stores(home: Home):  # type: ignore[no-untyped-def]
-    with EventLog(home.events_db) as log, open_store(home, log) as store:
-        yield log, store
 
 
 def config(**summary: object) -> Config:

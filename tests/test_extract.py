@@ -36,11 +36,6 @@ class Recording(ScriptedBackend):
         return [m for m in self.calls if m[0]["content"] == EXTRACT_PROMPT]
 
 
-@pytest.fixture
-def stores(home: Home):  # type: ignore[no-untyped-def]
-    with EventLog(home.events_db) as log, open_store(home, log) as store:
-        yield log, store
-
 
 def exchange(home: Home, log: EventLog, store, backend, text: str = "I keep bees in the garden"):  # type: ignore[no-untyped-def]
     session = ChatSession(home, log, store, backend, Config())

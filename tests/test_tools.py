@@ -18,17 +18,9 @@ from workers.llm import ChatReply, ChatStats, ScriptedBackend
 from workers.session import ChatSession
 from workers.tools import TOOL_NAMES, TOOL_SPECS, parse_text_tool_calls, run_tool
 
-
-def rules(tmp_path: Path, *lines: dict) -> Path:
-    path = tmp_path / "script.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
+from .conftest import rules
 
 
-@pytest.fixture
-def stores(home: Home):  # type: ignore[no-untyped-def]
-    with EventLog(home.events_db) as log, open_store(home, log) as store:
-        yield log, store
 
 
 # --- parsing --------------------------------------------------------------------------------

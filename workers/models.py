@@ -37,6 +37,7 @@ from pathlib import Path
 
 from events import EventLog, Home, RecordedEvent
 from events.types import EmbeddingModelChosen
+from projections.engine import fsync_file as _fsync
 from projections.embedding import (BASE_MODEL, DIMENSION, INPUT_NAMES, TOKENIZER_FILE,
                                    model_checksum, model_files, model_id)
 
@@ -185,11 +186,6 @@ def _quiet() -> Iterator[None]:
             yield
     finally:
         logging.disable(previous)
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
 
 
 def _fsync_dir(path: Path) -> None:
