@@ -1,9 +1,12 @@
 """`diarist chat`: the terminal chat with a local model that remembers."""
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,7 +15,7 @@ from events.config import load_config
 from projections import open_store
 
 from .context import current_home, friendly_errors, home_option
-from .queue import after_append
+from .handoff import AfterReply
 
 HELP = """Commands:
   /recall QUERY            what memory holds for QUERY
@@ -108,9 +111,10 @@ def _profile(session, args: list[str]) -> None:  # type: ignore[no-untyped-def]
 
 def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-def]
     """Record the project facts of the current directory; on a workspace without a profile,
-    ask the onboarding questions (interactive terminals, or --onboard)."""
-    from workers.onboarding import (ONBOARDING_QUESTIONS, needs_onboarding, record_profile,
-                                    record_project_facts)
+    ask the onboarding questions (interactive terminals, or --onboard) — unless they were all
+    skipped once (``OnboardingDeclined``), which only --onboard overrides."""
+    from workers.onboarding import (ONBOARDING_QUESTIONS, needs_onboarding, onboarding_declined,
+                                    record_declined, record_profile, record_project_facts)
 
     cwd = Path.cwd().resolve()
     if home.root.resolve().is_relative_to(cwd):  # only the project this workspace lives in
@@ -119,18 +123,94 @@ def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-
         for warning in warnings:
             click.echo(f"(project facts: {warning})", err=True)
         store.catch_up_all()
-    if needs_onboarding(store) and (force or sys.stdin.isatty()):
-        click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
-        answers: dict[str, str] = {}
-        for key, question in ONBOARDING_QUESTIONS:
-            try:
-                answers[key] = click.prompt(question, default="", show_default=False)
-            except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
-                click.echo()
-                break
-        if record_profile(log, answers):
-            click.echo("Saved. See or change it with /memory profile.")
-            store.catch_up_all()
+    if not needs_onboarding(store):
+        return
+    if not force and not (sys.stdin.isatty() and not onboarding_declined(log)):
+        return
+    click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
+    answers: dict[str, str] = {}
+    for key, question in ONBOARDING_QUESTIONS:
+        try:
+            answers[key] = click.prompt(question, default="", show_default=False)
+        except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
+            click.echo()
+            break
+    if record_profile(log, answers):
+        click.echo("Saved. See or change it with /memory profile.")
+        store.catch_up_all()
+    else:
+        record_declined(log)
+        click.echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
+                   "/memory profile set KEY VALUE sets one field).")
+
+
+LABEL_CHARS = 60  # of a tool call's main argument, shown instead of its JSON
+
+
+def tool_call_label(name: str, arguments: Any) -> str:
+    """``[memory_search: "bees"]``: a tool call as one short line for the terminal."""
+    args = arguments if isinstance(arguments, dict) else {}
+    main = next((args[k] for k in ("query", "content", "date") if isinstance(args.get(k), str)),
+                next((v for v in args.values() if isinstance(v, str)), None))
+    if main is None:
+        return f"[{name}]"
+    main = " ".join(main.split())
+    if len(main) > LABEL_CHARS:
+        main = main[:LABEL_CHARS - 1] + "…"
+    return f"[{name}: {json.dumps(main, ensure_ascii=False)}]"
+
+
+class ToolCallFilter:
+    """Streams a reply token by token, except a reply that opens like a text tool call.
+
+    A small model asks for a memory tool by printing a fenced ```json block (or a bare JSON
+    object); printed as it streams, that JSON would flash on the terminal before the real
+    answer. So when a reply's first non-blank characters open a code fence or a ``{``, its
+    output is held until the reply ends (:meth:`reply_end`, called after each model call of
+    a turn): a tool call is then shown as one line such as ``[memory_search: "bees"]``, and
+    anything else is printed as it came. Every other reply streams untouched.
+    """
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self._held = ""
+        self._mode = "undecided"  # → "stream" or "hold", until the reply ends
+
+    def token(self, piece: str) -> None:
+        if self._mode == "stream":
+            self.write(piece)
+            return
+        self._held += piece
+        if self._mode == "hold":
+            return
+        start = self._held.lstrip()
+        if not start or "```".startswith(start):
+            return  # blank so far, or a fence's first backticks: not decided yet
+        if start.startswith(("```", "{")):
+            self._mode = "hold"
+            return
+        self._mode = "stream"
+        held, self._held = self._held, ""
+        self.write(held)
+
+    def reply_end(self, reply: Any = None) -> None:
+        """One model call is over: show its held text, or its tool calls as short lines."""
+        from workers.tools import parse_text_tool_calls, structured_call
+
+        held, self._held, self._mode = self._held, "", "undecided"
+        calls: list[tuple[str, Any]] = []
+        interrupted = bool(getattr(reply, "interrupted", False))
+        if not interrupted:
+            calls = [(name, args) for _id, name, args in
+                     map(structured_call, getattr(reply, "tool_calls", None) or [])]
+            if held.strip() and not calls:
+                calls = [(c["name"], c["arguments"]) for c in parse_text_tool_calls(held)]
+                held = "" if calls else held
+        if held:
+            self.write(held)
+        if calls:
+            self.write(("\n" if held else "") +
+                       " ".join(tool_call_label(name, args) for name, args in calls) + "\n")
 
 
 @click.command()
@@ -141,59 +221,74 @@ def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-
 @click.option("--script", type=click.Path(dir_okay=False, path_type=Path),
               help="Rules file for --backend scripted (JSON lines {\"match\", \"reply\"}).")
 @click.option("--onboard", is_flag=True,
-              help="Ask the profile questions even when stdin is not a terminal (when no profile exists).")
+              help="Ask the profile questions (when no profile exists) even when stdin is not a "
+                   "terminal or they were all skipped before.")
 @click.option("--shadow-journal/--no-shadow-journal", default=None,
               help="After each reply, ask the model for new facts for the journal "
                    "(default: memory.shadow_journal in the config, off).")
+@click.option("--tools/--no-tools", default=None,
+              help="Let the model call the memory tools remember, memory_search and memory_get "
+                   "(default: memory.tools in the config, on).")
 @home_option
 @friendly_errors
 def chat(backend: str, model: str | None, base_url: str | None, script: Path | None,
-         onboard: bool, shadow_journal: bool | None) -> None:
-    """Chat with a local model that starts from the memory that matters."""
+         onboard: bool, shadow_journal: bool | None, tools: bool | None) -> None:
+    """Chat with a local model that starts from the memory that matters.
+
+    After each reply, the projection catch-up (and the shadow journal, when on) goes to a
+    running `diarist worker` on this home; with none running, the chat does it itself."""
     from workers.llm import make_backend
     from workers.session import ChatSession
 
     home = current_home()
     config = load_config(home)
-    llm = make_backend(backend, model=model, base_url=base_url, script=script)
+    llm = make_backend(backend, model=model, base_url=base_url, script=script,
+                       max_tokens=config.llm.max_reply_tokens, temperature=config.llm.temperature)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         store.catch_up_all()
         _onboard(home, log, store, onboard)
-        session = ChatSession(home, log, store, llm, config, notify=click.echo)
+        line = _Line()
+        session = ChatSession(home, log, store, llm, config, notify=line.note,
+                              tools=config.memory.tools if tools is None else tools)
         session.start()
         click.echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
                    f"memory budget {session.budget}. /help for commands.")
+        shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
+        after = AfterReply(home, session, store, shadow=shadow)
         try:
-            shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
-            _loop(session, store, shadow)
+            _loop(session, after, line)
         finally:
             session.end()
-            store.catch_up_all()
-            after_append(home)
+            after.finish()
     click.echo(f"Session ended ({session.turns} turns).")
 
 
-def _shadow_journal(session, store) -> None:  # type: ignore[no-untyped-def]
-    """Mine the last exchange for new facts, in this process, after the reply is shown.
-    A failure is only a warning: the reply and its turns are already in the log."""
-    from workers.extract import shadow_journal
+class _Line:
+    """The reply line on the terminal: a notice from the session (say, the compression
+    notice, which comes before the reply's line is ended) starts on a line of its own."""
 
-    if session.last_turn is None:
-        return
-    user_id, assistant_id = session.last_turn
-    try:
-        event = shadow_journal(session.home, session.log, session.id, user_id, assistant_id,
-                               session.backend, store=store)
-    except DiaristError as exc:
-        click.echo(f"(shadow journal: {exc})", err=True)
-        return
-    if event is not None:
-        store.catch_up_all()
-        click.echo(f"  (journal: +{len(event.payload['facts'])} fact(s))", err=True)
+    def __init__(self) -> None:
+        self.open = False
+
+    def write(self, piece: str) -> None:
+        click.echo(piece, nl=False)
+        if piece:
+            self.open = not piece.endswith("\n")
+
+    def note(self, text: str) -> None:
+        self.end()
+        click.echo(text)
+
+    def end(self, suffix: str = "") -> None:
+        if self.open or suffix:
+            click.echo(suffix)
+        self.open = False
 
 
-def _loop(session, store, shadow: bool = False) -> None:  # type: ignore[no-untyped-def]
+def _loop(session, after: AfterReply, line_out: _Line | None = None) -> None:  # type: ignore[no-untyped-def]
+    out = line_out or _Line()
     while True:
+        after.report()  # the background shadow journal's news, before the prompt is shown
         try:
             line = click.prompt("you", prompt_suffix="> ", default="", show_default=False)
         except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
@@ -206,17 +301,17 @@ def _loop(session, store, shadow: bool = False) -> None:  # type: ignore[no-unty
             if not _slash(session, line):
                 return
             continue
-        click.echo("assistant> ", nl=False)
+        out.write("assistant> ")
+        write = out.write
+        shown = ToolCallFilter(write) if session.tools else None
         try:
-            reply = session.send(line, on_token=lambda piece: click.echo(piece, nl=False))
+            reply = session.send(line, on_token=shown.token if shown else write,
+                                 on_reply_end=shown.reply_end if shown else None)
         except DiaristError as exc:
-            click.echo()
-            click.echo(f"Error: {exc}" + (f"\nHint: {exc.hint}" if exc.hint else ""))
+            out.note(f"Error: {exc}" + (f"\nHint: {exc.hint}" if exc.hint else ""))
             continue
-        click.echo(" [interrupted]" if reply.interrupted else "")
+        out.end(" [interrupted]" if reply.interrupted else "")
         stats = reply.stats
         if stats.tokens_per_sec:
             click.echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)", err=True)
-        store.catch_up_all()  # after the reply is shown: the next turn recalls what was said
-        if shadow and not reply.interrupted:
-            _shadow_journal(session, store)
+        after.reply_done(reply)  # after the reply is shown: catch up, or hand it to a worker

@@ -159,6 +159,16 @@ def status() -> None:
         else:
             click.echo(f"embeddings: {active.model}, {pending_count(store)} items waiting")
     click.echo(f"queue: {_queue_line(home)}")
+    click.echo(f"worker: {_worker_line(home)}")
+
+
+def _worker_line(home: Home) -> str:
+    from workers.presence import last_worker_pid, worker_present
+
+    if not worker_present(home):
+        return "none running here (the chat catches up itself)"
+    pid = last_worker_pid(home)
+    return "running" + (f" (last started: pid {pid})" if pid else "")
 
 
 def _queue_line(home: Home) -> str:

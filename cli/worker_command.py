@@ -15,8 +15,12 @@ POLL_S = 0.05
 @home_option
 @friendly_errors
 def worker(workers: int) -> None:
-    """Run the queue consumer: projection catch-up (and later LLM jobs) until Ctrl-C."""
+    """Run the queue consumer: projection catch-up and the chat's shadow journal until Ctrl-C.
+
+    While it runs, a chat on the same home hands its work to the queue instead of doing it
+    in-process (presence: a shared lock on var/worker.lock)."""
     from workers import configure
+    from workers.presence import hold_worker_lock
 
     home = current_home()
     huey = configure(home)
@@ -24,5 +28,7 @@ def worker(workers: int) -> None:
         workers=workers, worker_type="thread", periodic=True, initial_delay=POLL_S,
         backoff=1.0, max_delay=POLL_S, scheduler_interval=1, flush_locks=True,
     )
-    click.echo(f"diarist worker: {huey.storage_class.__name__} queue, home {home.root}", err=True)
-    consumer.run()
+    with hold_worker_lock(home):
+        click.echo(f"diarist worker: {huey.storage_class.__name__} queue, home {home.root}",
+                   err=True)
+        consumer.run()

@@ -10,12 +10,17 @@ memory:
   inject_on_start: true     # inject memory when a chat session starts
   shadow_journal: false     # after each chat turn, ask the model for new facts (one more
                             # LLM call per turn: off by default, see docs/architecture.md)
+  tools: true               # let the chat model call remember / memory_search / memory_get
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share
     keep_turns: 6           # turns kept verbatim when compressing
 queue:
   redis_url: null           # or $DIARIST_REDIS_URL; default: SQLite at var/queue.db
+llm:
+  max_reply_tokens: null    # cap on each chat reply (null: the server's default); a cap
+                            # bounds a reply's latency on a slow CPU
+  temperature: null         # sampling temperature for chat replies (null: the server's)
 ```
 """
 from __future__ import annotations
@@ -47,6 +52,7 @@ class MemoryConfig:
     # Off by default: on a Pi-class CPU the extra call costs seconds per turn and competes
     # with the chat for the one loaded model, so the next reply would wait for it.
     shadow_journal: bool = False
+    tools: bool = True  # the chat model may call the memory tools (`diarist chat --no-tools`)
     rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
 
 
@@ -56,9 +62,16 @@ class QueueConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    max_reply_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     @property
     def redis_url(self) -> str | None:
@@ -87,6 +100,21 @@ def _boolean(value: Any) -> str | None:
     return None if isinstance(value, bool) else "true or false"
 
 
+def _or_null(check):  # type: ignore[no-untyped-def]
+    def nullable(value: Any) -> str | None:
+        problem = None if value is None else check(value)
+        return f"null or {problem}" if problem else None
+    return nullable
+
+
+def _number_range(low: float, high: float):  # type: ignore[no-untyped-def]
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            return f"a number from {low} to {high}"
+        return None
+    return check
+
+
 def _url_or_null(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.startswith(("redis://", "rediss://", "unix://"))):
         return None
@@ -98,10 +126,13 @@ _CHECKS: dict[str, Any] = {
     "memory.top_k": _int_range(1, 1000),
     "memory.inject_on_start": _boolean,
     "memory.shadow_journal": _boolean,
+    "memory.tools": _boolean,
     "memory.rolling_summary.enabled": _boolean,
     "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
     "memory.rolling_summary.keep_turns": _int_range(0, 1000),
     "queue.redis_url": _url_or_null,
+    "llm.max_reply_tokens": _or_null(_int_range(1, 32768)),
+    "llm.temperature": _or_null(_number_range(0.0, 2.0)),
 }
 
 

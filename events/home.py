@@ -48,3 +48,8 @@ class Home:
     @property
     def config_file(self) -> Path:
         return self.root / "diarist.yaml"
+
+    @property
+    def worker_lock(self) -> Path:
+        """Held (``flock``, shared) by every running ``diarist worker``: see workers/presence.py."""
+        return self.root / "worker.lock"

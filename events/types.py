@@ -229,6 +229,15 @@ class ProfileSet(Event):
 
 @event
 @dataclass(frozen=True)
+class OnboardingDeclined(Event):
+    """The user skipped every onboarding question: the chat does not ask them again (only
+    ``diarist chat --onboard`` does). A decision, not memory: no projector reads it."""
+
+    questions: list[str] = field(default_factory=list)
+
+
+@event
+@dataclass(frozen=True)
 class ProjectFactsDetected(Event):
     facts: list[dict[str, Any]]
 

@@ -127,6 +127,21 @@ def test_chat_repl_end_to_end(home: Home, tmp_path: Path) -> None:
     assert verified.exit_code == 0 and "DIFFERS" not in verified.output
 
 
+def test_the_compression_notice_starts_its_own_line(home: Home, tmp_path: Path) -> None:
+    """The notice comes while the reply's line is still open; it must not run on from it."""
+    home.config_file.write_text("memory:\n  rolling_summary: {warn_at_pct: 0.05, keep_turns: 1}\n")
+    script = rules(tmp_path, {"match": "^Summarise", "reply": "We talked."},
+                   {"reply": "A long enough reply." + " and so on" * 60})
+    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script", str(script)],
+                                input="one\ntwo\n/exit\n", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert sum(line.startswith("assistant> A long enough reply.") for line in lines) == 2
+    notices = [line for line in lines if "compressing older turns]" in line]
+    assert notices and all(line.startswith("[context ~") for line in notices), result.output
+    assert "" not in lines[lines.index(notices[0]):lines.index(notices[0]) + 2]  # no blank line
+
+
 def test_chat_with_no_server_is_a_clear_error(home: Home) -> None:
     result = CliRunner().invoke(cli, ["chat", "--backend", "ollama", "--base-url",
                                       "http://127.0.0.1:9"], input="/exit\n")

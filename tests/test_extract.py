@@ -14,7 +14,7 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig
 from events.types import Remembered
 from projections import open_store
-from projections.journal import entries_for, render_day
+from projections.journal import entries_for
 from workers.extract import EXTRACT_PROMPT, clean_facts, parse_facts, shadow_journal
 from workers.llm import ScriptedBackend
 from workers.session import SYSTEM_PROMPT, ChatSession
@@ -176,19 +176,25 @@ def _script(tmp_path: Path) -> Path:
 
 
 def test_chat_repl_with_the_shadow_journal(home: Home, tmp_path: Path) -> None:
+    """No worker runs: the chat extracts on its background thread, and at session end it has
+    waited for it and caught the projections up (nothing else runs after it here)."""
     result = CliRunner().invoke(
         cli, ["chat", "--backend", "scripted", "--script", str(_script(tmp_path)), "--shadow-journal"],
-        input="I keep bees\n/journal\n/exit\n", catch_exceptions=False)
+        input="I keep bees\n/exit\n", catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "assistant> How lovely." in result.output
-    assert "User keeps bees" in result.output  # /journal shows today's line
+    assert "(journal: +1 fact(s))" in result.output
     with EventLog(home.events_db) as log:
         (facts,) = log.read(types=["FactsExtracted"])
         turns = [e.id for e in log.read(types=["UserTurn", "AssistantTurn"])]
+        head = log.head()
     assert facts.payload["from_events"] == turns
+    day = home.memory_dir / f"{facts.occurred_at[:10]}.md"
+    assert "User keeps bees" in day.read_text()  # projected by the chat before it exited
     with open_store(home) as store:
-        store.catch_up_all()
-        assert "User keeps bees" in (render_day(store.db, facts.occurred_at[:10]) or "")
+        assert all(s.position == head for s in store.status())
+    journal = CliRunner().invoke(cli, ["journal", facts.occurred_at[:10]], catch_exceptions=False)
+    assert "User keeps bees" in journal.output
     verified = CliRunner().invoke(cli, ["replay", "--verify"], catch_exceptions=False)
     assert verified.exit_code == 0 and "DIFFERS" not in verified.output
 

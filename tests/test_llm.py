@@ -358,6 +358,23 @@ def test_openai_streams_tokens_with_usage(openai: tuple[str, type[Handler]]) -> 
     assert req["body"]["max_tokens"] == 32 and req["body"]["temperature"] == 0.0
 
 
+def test_config_defaults_apply_only_where_a_call_leaves_them(
+        openai: tuple[str, type[Handler]], ollama: tuple[str, type[Handler]]) -> None:
+    """The config's llm.max_reply_tokens / llm.temperature reach the wire for chat replies;
+    a call that sets its own (the summariser, the extractor) keeps its own."""
+    url, h = openai
+    b = make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b", max_tokens=64, temperature=0.3)
+    b.chat(MSGS)
+    assert h.seen[-1]["body"]["max_tokens"] == 64 and h.seen[-1]["body"]["temperature"] == 0.3
+    b.chat(MSGS, max_tokens=200, temperature=0)
+    assert h.seen[-1]["body"]["max_tokens"] == 200 and h.seen[-1]["body"]["temperature"] == 0
+    make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b").chat(MSGS)
+    assert "max_tokens" not in h.seen[-1]["body"] and "temperature" not in h.seen[-1]["body"]
+    url, h = ollama
+    make_backend("ollama", base_url=url, model="llama3.2:1b", max_tokens=48).chat(MSGS)
+    assert h.seen[-1]["body"]["options"] == {"num_predict": 48}
+
+
 def test_openai_without_usage_gives_none(openai: tuple[str, type[Handler]]) -> None:
     url, h = openai
     h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream("text/event-stream", [
@@ -418,7 +435,13 @@ def test_openai_errors(openai: tuple[str, type[Handler]], closed_port: str) -> N
     with pytest.raises(BackendError) as e5:  # no such endpoint: wrong base URL
         OpenAIBackend(url + "/api", "m", api_key=KEY).chat(MSGS)
     assert "base URL" in e5.value.hint
-    for err in (e1.value, e2.value, e3.value, e4.value, e5.value):
+    _, h = openai
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(  # llama.cpp, weights loading
+        503, {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+    with pytest.raises(BackendUnavailable) as e6:
+        OpenAIBackend(url, None, api_key=KEY).models()
+    assert "still loading" in str(e6.value) and "try again" in e6.value.hint
+    for err in (e1.value, e2.value, e3.value, e4.value, e5.value, e6.value):
         assert_clean(err)
         assert KEY not in str(err) and KEY not in err.hint
         assert KEY not in "".join(traceback.format_exception(err))

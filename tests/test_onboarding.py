@@ -14,7 +14,8 @@ from projections import open_store
 from projections.memories import list_memories
 from projections.recall import recall
 from workers.onboarding import (clean_remote, detect_project_facts, needs_onboarding,
-                                record_profile, record_project_facts)
+                                onboarding_declined, record_declined, record_profile,
+                                record_project_facts)
 
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -166,3 +167,63 @@ def test_chat_outside_the_workspace_project_detects_nothing(home: Home) -> None:
     assert result.exit_code == 0, result.output
     with EventLog(home.events_db) as log:
         assert log.read(types=["ProjectFactsDetected", "ProfileSet"]) == []
+
+
+# --- a declined onboarding sticks ---------------------------------------------------------------
+
+
+def test_declining_is_recorded_and_read_back(home: Home, log: EventLog) -> None:
+    assert not onboarding_declined(log)
+    event = record_declined(log)
+    assert event.type == "OnboardingDeclined" and event.stream == "profile"
+    assert event.payload["questions"] == ["name", "role", "tools", "notes"]
+    assert onboarding_declined(log)
+    with open_store(home, log) as store:
+        store.catch_up_all()
+        assert needs_onboarding(store)  # still no profile: the decline is not a memory
+        assert list_memories(store.db) == []
+
+
+def test_skipping_every_question_appends_a_decline(home: Home) -> None:
+    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--onboard"],
+                                input="\n\n\n\n/exit\n", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "I will not ask again" in result.output
+    with EventLog(home.events_db) as log:
+        assert [e.type for e in log.read(stream="profile")] == ["OnboardingDeclined"]
+    verified = CliRunner().invoke(cli, ["replay", "--verify"], catch_exceptions=False)
+    assert verified.exit_code == 0 and "DIFFERS" not in verified.output
+
+
+@pytest.mark.slow
+def test_a_declined_onboarding_is_not_asked_again_in_a_terminal(home: Home, tmp_path: Path) -> None:
+    from .conftest import diarist_cmd, subprocess_env
+    from .test_chat_pty import Terminal
+
+    chat = [*diarist_cmd(), "chat", "--backend", "scripted"]
+
+    def session(*args: str) -> str:
+        term = Terminal([*chat, *args], subprocess_env(home), tmp_path)
+        try:
+            screen = term.expect(r"What should I call you\?|/help for commands")
+            if "What should I call you?" in screen:
+                for n, question in enumerate(("role", "languages", "Anything else")):
+                    term.send("Ann" if args and n == 0 else "")
+                    term.expect(question)
+                term.send("")
+                term.expect(r"/help for commands")
+            term.send("/exit")
+            return term.expect(r"Session ended")
+        finally:
+            assert term.close() == 0, term.screen[-2000:]
+
+    first = session()
+    assert "What should I call you?" in first and "I will not ask again" in first
+    second = session()  # a terminal, no profile — but declined: no questions
+    assert "What should I call you?" not in second
+    third = session("--onboard")  # --onboard still asks
+    assert "What should I call you?" in third and "Saved." in third
+    with EventLog(home.events_db) as log:
+        assert [e.type for e in log.read(stream="profile")] == ["OnboardingDeclined", "ProfileSet"]
+        (profile,) = log.read(types=["ProfileSet"])
+    assert profile.payload["fields"] == {"name": "Ann"}

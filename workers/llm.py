@@ -97,6 +97,19 @@ class Backend(Protocol):
     def context_window(self, model: str | None = None) -> int | None: ...
 
 
+@dataclass
+class Defaults:
+    """What a ``chat`` call that passes ``None`` for ``max_tokens`` / ``temperature`` gets
+    (the config's ``llm`` section); ``None`` leaves it to the server."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    def apply(self, max_tokens: int | None, temperature: float | None) -> tuple[int | None, float | None]:
+        return (self.max_tokens if max_tokens is None else max_tokens,
+                self.temperature if temperature is None else temperature)
+
+
 # --- the shared streaming loop ------------------------------------------------------------
 
 @dataclass
@@ -242,6 +255,9 @@ def _classify(status: int, body: str, url: str, model: str) -> BackendError:
     if status == 404:
         return BackendError(f"HTTP 404 from {url}: {msg}",
                             hint="The server has no such endpoint; check the base URL.")
+    if status == 503 and "loading" in low:  # llama.cpp while it loads the weights
+        return BackendUnavailable(f"the server at {url} is still loading the model",
+                                  hint="Wait a few seconds and try again.")
     if status in (401, 403):
         return BackendError(f"HTTP {status} from {url}: {msg}",
                             hint=f"Check the API key (${OPENAI_KEY_ENV}).")
@@ -266,6 +282,7 @@ class _HTTPBackend:
         self.base_url = base_url
         self._model = model or ""
         self.timeout = timeout
+        self.defaults = Defaults()
         self.__key = api_key or None
         self._ctx: dict[str, int | None] = {}
 
@@ -387,6 +404,7 @@ class OllamaBackend(_HTTPBackend):
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
              temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+        max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
         options: dict[str, Any] = {}
         if max_tokens is not None:
             options["num_predict"] = max_tokens
@@ -443,6 +461,7 @@ class OpenAIBackend(_HTTPBackend):
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
              temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+        max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -551,6 +570,7 @@ class ScriptedBackend:
         self.model = model or "scripted"
         self._window = context_window
         self.rules = _load_rules(self.script) if self.script else []
+        self.defaults = Defaults()
 
     def __repr__(self) -> str:
         return f"ScriptedBackend(script={str(self.script) if self.script else None!r})"
@@ -566,6 +586,7 @@ class ScriptedBackend:
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
              temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+        max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
         del tools  # scripted replies come from the rules; tool specs are ignored
         started = time.monotonic()
         text = self.reply_for(messages)
@@ -587,12 +608,18 @@ class ScriptedBackend:
 
 def make_backend(name: str, *, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, script: Path | None = None,
-                 timeout: float = 120.0) -> Backend:
+                 timeout: float = 120.0, max_tokens: int | None = None,
+                 temperature: float | None = None) -> Backend:
+    """A backend; ``max_tokens`` / ``temperature`` become its :class:`Defaults`."""
+    backend: OllamaBackend | OpenAIBackend | ScriptedBackend
     if name == "ollama":
-        return OllamaBackend(base_url, model, timeout)
-    if name == "openai":
-        return OpenAIBackend(base_url, model, api_key, timeout)
-    if name == "scripted":
-        return ScriptedBackend(script, model)
-    raise DiaristError(f"unknown LLM backend {name!r}",
-                       hint=f"Choose one of: {', '.join(BACKENDS)}.")
+        backend = OllamaBackend(base_url, model, timeout)
+    elif name == "openai":
+        backend = OpenAIBackend(base_url, model, api_key, timeout)
+    elif name == "scripted":
+        backend = ScriptedBackend(script, model)
+    else:
+        raise DiaristError(f"unknown LLM backend {name!r}",
+                           hint=f"Choose one of: {', '.join(BACKENDS)}.")
+    backend.defaults = Defaults(max_tokens, temperature)
+    return backend

@@ -4,7 +4,9 @@ detected from the files of the project the chat runs in.
 Both become events on the ``profile`` stream: ``ProfileSet`` (the answers, empty ones
 skipped) and ``ProjectFactsDetected`` (only when the detected facts differ from the last
 detection). The memories projection turns them into ``workspace_profile`` and
-``project_fact`` memories, which recall puts at the head of every injection.
+``project_fact`` memories, which recall puts at the head of every injection. Skipping every
+question appends ``OnboardingDeclined`` instead, so the questions are not asked again
+(``diarist chat --onboard`` still asks).
 
 Detection reads files only; it never runs git or any other program, and it never records
 credentials: userinfo, query and fragment are dropped from remote URLs, and every value goes
@@ -22,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from events import EventLog, NewEvent, RecordedEvent
-from events.types import ProfileSet, ProjectFactsDetected
+from events.types import OnboardingDeclined, ProfileSet, ProjectFactsDetected
 from projections.memories import list_memories
 from projections.secrets import scrub
 
@@ -227,6 +229,17 @@ def needs_onboarding(store: Any) -> bool:
     """True when no active ``workspace_profile`` memory exists (``store``: a ProjectionStore
     or its connection)."""
     return not list_memories(getattr(store, "db", store), "workspace_profile")
+
+
+def onboarding_declined(log: EventLog) -> bool:
+    """True once the user has skipped every onboarding question (``OnboardingDeclined``)."""
+    return bool(log.read(types=["OnboardingDeclined"], stream=PROFILE_STREAM, limit=1))
+
+
+def record_declined(log: EventLog) -> RecordedEvent:
+    """Append ``OnboardingDeclined``: the questions are not asked again without --onboard."""
+    return log.append(OnboardingDeclined(questions=[key for key, _q in ONBOARDING_QUESTIONS]),
+                      stream=PROFILE_STREAM)
 
 
 def record_profile(log: EventLog, answers: dict[str, Any]) -> RecordedEvent | None:

@@ -26,7 +26,7 @@ from projections.tokens import estimate
 
 from .llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
                   ModelNotFound)
-from .tools import TOOL_PROMPT, TOOL_SPECS, parse_text_tool_calls, run_tool
+from .tools import TOOL_PROMPT, TOOL_SPECS, parse_text_tool_calls, run_tool, structured_call
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
@@ -114,15 +114,19 @@ class ChatSession:
 
     # --- turns ------------------------------------------------------------------------------
 
-    def send(self, text: str, on_token: Callable[[str], None] | None = None) -> ChatReply:
+    def send(self, text: str, on_token: Callable[[str], None] | None = None,
+             on_reply_end: Callable[[ChatReply], None] | None = None) -> ChatReply:
+        """One user turn; returns the final reply. ``on_token`` gets every streamed piece of
+        every model call of the turn (tool-call rounds included); ``on_reply_end`` is called
+        after each of those calls with its reply, so a caller can tell them apart."""
         if self._inject_next:
             self._inject_next = False
             self.inject(text)
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
         self.history.append(_Message("user", text, [user_id]))
-        reply = self._chat([], on_token)
+        reply = self._chat([], on_token, on_reply_end)
         if self.tools:
-            reply = self._tool_rounds(reply, on_token)
+            reply = self._tool_rounds(reply, on_token, on_reply_end)
         s = reply.stats
         assistant_id = self._append(AssistantTurn(
             session=self.id, text=reply.text, name=self.backend.model,
@@ -137,7 +141,8 @@ class ChatSession:
             self.compress()
         return reply
 
-    def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None) -> ChatReply:
+    def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
+              on_reply_end: Callable[[ChatReply], None] | None = None) -> ChatReply:
         """One model call on the history plus ``extra`` (this turn's structured tool
         messages): compress and retry once on overflow; drop native tools if refused."""
         def call() -> ChatReply:
@@ -156,13 +161,17 @@ class ChatSession:
                 return self.backend.chat(messages, on_token=on_token)
 
         try:
-            return call()
+            reply = call()
         except ContextLengthExceeded:
             self.notify("[context length exceeded — compressing and retrying once]")
             self.compress(force=True)
-            return call()
+            reply = call()
+        if on_reply_end is not None:
+            on_reply_end(reply)
+        return reply
 
-    def _tool_rounds(self, reply: ChatReply, on_token: Callable[[str], None] | None) -> ChatReply:
+    def _tool_rounds(self, reply: ChatReply, on_token: Callable[[str], None] | None,
+                     on_reply_end: Callable[[ChatReply], None] | None = None) -> ChatReply:
         """Run the tools the model asked for, structured (``reply.tool_calls``) or printed as
         text, and ask again — at most ``MAX_TOOL_ROUNDS`` times. Each call is a
         ``ToolCalled``. The model is asked again with the exchange in its own protocol
@@ -176,7 +185,7 @@ class ChatSession:
             for _ in range(MAX_TOOL_ROUNDS):
                 if reply.interrupted:
                     break
-                structured = [self._from_structured(c) for c in reply.tool_calls]
+                structured = [structured_call(c) for c in reply.tool_calls]
                 calls = structured or [(None, c["name"], c["arguments"])
                                        for c in parse_text_tool_calls(reply.text)]
                 if not calls:
@@ -206,23 +215,10 @@ class ChatSession:
                     else:
                         wire.append({"role": "tool", "content": result,
                                      "tool_call_id": call_id or ""})
-                reply = self._chat(wire, on_token)
+                reply = self._chat(wire, on_token, on_reply_end)
         finally:
             self.history.extend(copies)
         return reply
-
-    @staticmethod
-    def _from_structured(call: dict) -> tuple[str | None, str, object]:
-        """(id, name, arguments) of an OpenAI-style call; JSON-string arguments (OpenAI)
-        are decoded, object arguments (ollama) kept; undecodable ones stay a string."""
-        fn = call.get("function") or {}
-        arguments = fn.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
-                pass
-        return call.get("id"), str(fn.get("name") or ""), arguments
 
     def compress(self, force: bool = False) -> str | None:
         """Summarise all but the last ``keep_turns`` messages in a separate call and replace

@@ -10,7 +10,9 @@ projection tasks, then ``embed.pending``, skipping any task already waiting in t
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import structlog
 from huey import crontab
@@ -100,22 +102,33 @@ def enqueue_catch_up() -> list[str]:
     return queued
 
 
-@huey.task(name="memory.shadow_journal", retries=1, retry_delay=30)
+SHADOW_JOURNAL_TASK = "memory.shadow_journal"
+
+
+@huey.task(name=SHADOW_JOURNAL_TASK, retries=1, retry_delay=30)
 def shadow_journal_task(session_id: str, user_event_id: str, assistant_event_id: str,
-                        backend_name: str, model: str, base_url: str | None = None) -> str | None:
-    """Extract the net-new facts of one chat exchange (``workers.extract``). The backend is
-    rebuilt here; an API key comes from the worker's environment, never through the queue.
-    A retry appends once (idempotency key)."""
+                        backend_name: str, model: str, base_url: str | None = None,
+                        script: str | None = None) -> str | None:
+    """Extract the net-new facts of one chat exchange (``workers.extract``), queued by a chat
+    that sees a running worker. The backend is rebuilt here from its name, model, server URL
+    and (scripted backend) rules file; an API key comes from the worker's environment, never
+    through the queue. A retry appends once (idempotency key). Logs what it appended."""
     from .extract import shadow_journal
     from .llm import make_backend
 
     home = bound_home()
-    backend = make_backend(backend_name, model=model, base_url=base_url)
+    backend = make_backend(backend_name, model=model, base_url=base_url,
+                           script=Path(script) if script else None)
     with EventLog(home.events_db) as log:
         event = shadow_journal(home, log, session_id, user_event_id, assistant_event_id, backend)
-    if event is not None:
-        enqueue_catch_up()
-    return event.id if event is not None else None
+    logger = structlog.get_logger("diarist.worker")
+    if event is None:
+        logger.info("shadow_journal.nothing_new", session=session_id, turn=assistant_event_id)
+        return None
+    logger.info("shadow_journal.appended", session=session_id, turn=assistant_event_id,
+                event_id=event.id, facts=len(event.payload["facts"]), pid=os.getpid())
+    enqueue_catch_up()
+    return event.id
 
 
 @huey.periodic_task(crontab(minute="*"), name="project.all")

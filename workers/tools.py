@@ -101,6 +101,19 @@ def parse_text_tool_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
+def structured_call(call: dict) -> tuple[str | None, str, Any]:
+    """(id, name, arguments) of an OpenAI-style structured call; JSON-string arguments
+    (OpenAI) are decoded, object arguments (ollama) kept; undecodable ones stay a string."""
+    fn = call.get("function") or {}
+    arguments = fn.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            pass
+    return call.get("id"), str(fn.get("name") or ""), arguments
+
+
 class _BadArguments(ValueError):
     pass
 
