@@ -11,6 +11,7 @@ from .context import home_option
 from .log_commands import events, export, import_
 from .logs import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
+from .model_command import serve_model
 from .projection_commands import replay, status, sync
 from .worker_command import worker
 
@@ -28,7 +29,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
-                journal, memory, chat):
+                journal, memory, chat, serve_model):
     cli.add_command(command)
 
 

