@@ -375,6 +375,23 @@ def test_config_defaults_apply_only_where_a_call_leaves_them(
     assert h.seen[-1]["body"]["options"] == {"num_predict": 48}
 
 
+def test_tool_choice_none_on_each_wire(openai: tuple[str, type[Handler]],
+                                       ollama: tuple[str, type[Handler]]) -> None:
+    """The chat's final answer after tool rounds: OpenAI gets tool_choice "none"; Ollama has
+    no such field, so it gets no tools at all."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    url, h = openai
+    make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b").chat(
+        MSGS, tools=tools, tool_choice="none")
+    assert h.seen[-1]["body"]["tools"] == tools and h.seen[-1]["body"]["tool_choice"] == "none"
+    url, h = ollama
+    make_backend("ollama", base_url=url, model="llama3.2:1b").chat(MSGS, tools=tools,
+                                                                   tool_choice="none")
+    assert "tools" not in h.seen[-1]["body"]
+    make_backend("ollama", base_url=url, model="llama3.2:1b").chat(MSGS, tools=tools)
+    assert h.seen[-1]["body"]["tools"] == tools
+
+
 def test_openai_without_usage_gives_none(openai: tuple[str, type[Handler]]) -> None:
     url, h = openai
     h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream("text/event-stream", [

@@ -15,8 +15,9 @@ from events.types import Remembered
 from projections import open_store
 from projections.journal import render_day
 from workers.llm import ChatReply, ChatStats, ScriptedBackend
-from workers.session import ChatSession
-from workers.tools import TOOL_NAMES, TOOL_SPECS, parse_text_tool_calls, run_tool
+from workers.session import ANSWER_NOW, ChatSession
+from workers.tools import (REPEATED_CALL, TOOL_NAMES, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS,
+                           TOOLS_DONE, parse_text_tool_calls, run_tool)
 
 from .conftest import rules
 
@@ -199,15 +200,106 @@ def test_structured_tool_call_in_a_session(home: Home, tmp_path: Path) -> None:
     assert verified.exit_code == 0 and "DIFFERS" not in verified.output
 
 
-def test_tool_rounds_are_capped(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+class Calls(ScriptedBackend):
+    """Every answer is a tool call: ``make(n)`` gives the n-th (from 0); records each request."""
+
+    def __init__(self, make, structured: bool = False) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(None)
+        self.name = "openai" if structured else "scripted"  # structured: native tools offered
+        self.make, self.structured = make, structured
+        self.requests: list[tuple[list[dict], dict]] = []
+
+    def chat(self, messages: list[dict], **kw: object) -> ChatReply:  # type: ignore[override]
+        n = len(self.requests)
+        self.requests.append((list(messages), dict(kw)))
+        name, args = self.make(n)
+        if self.structured:
+            return ChatReply("", ChatStats(10, 5, 1, None), tool_calls=[{
+                "id": f"c{n}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}])
+        text = json.dumps({"tool": name, "arguments": args})
+        return ChatReply(text, ChatStats(10, 5, 1, None))
+
+
+def test_tool_rounds_are_capped(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    """Different calls every time: three rounds run, then the model is told to answer."""
     log, store = stores
-    call = '{"tool": "memory_get", "arguments": {"date": "today"}}'
-    session = ChatSession(home, log, store, ScriptedBackend(rules(tmp_path, {"reply": call})), Config())
+    backend = Calls(lambda n: ("memory_search", {"query": f"topic {n}"}))
+    session = ChatSession(home, log, store, backend, Config())
     session.start()
-    reply = session.send("loop forever")
-    assert reply.text == call
-    assert len(log.read(types=["ToolCalled"])) == 3
-    assert len(log.read(types=["AssistantTurn"])) == 1
+    session.send("loop forever")
+    assert [e.payload["arguments"]["query"] for e in log.read(types=["ToolCalled"])] == [
+        "topic 0", "topic 1", "topic 2"]
+    # 3 rounds + the final answer + (it called again) the plain last try
+    assert len(backend.requests) == 5 and len(log.read(types=["AssistantTurn"])) == 1
+    last = backend.requests[3][0][-1]
+    assert last["role"] == "user" and last["content"].endswith(TOOLS_DONE)
+    assert all(TOOLS_DONE not in json.dumps(m) for m, _ in backend.requests[:3])
+    assert backend.requests[4][0][-1]["content"].endswith(ANSWER_NOW)
+
+
+def test_a_repeated_call_is_not_run_again(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    """A small model looping on one call: it runs once; the repeat gets an error result and
+    the next answer is the final one."""
+    log, store = stores
+    log.append(Remembered(text="Ann keeps bees"), stream="memory")
+    store.catch_up_all()
+    backend = Calls(lambda n: ("memory_search", {"query": "bees", "limit": 3}))
+    session = ChatSession(home, log, store, backend, Config())
+    session.start()
+    session.send("what about my bees?")
+    first, second = log.read(types=["ToolCalled"])
+    assert "Ann keeps bees" in first.payload["result"]
+    assert second.payload["result"] == REPEATED_CALL
+    assert len(backend.requests) == 4  # call, repeat, final (told), plain last try
+    assert backend.requests[2][0][-1]["content"].endswith(TOOLS_DONE)
+
+
+def test_the_final_answer_is_asked_without_native_tools(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    log, store = stores
+    backend = Calls(lambda n: ("memory_get", {"date": "today"}), structured=True)
+    session = ChatSession(home, log, store, backend, Config())
+    session.start()
+    session.send("what happened today?")
+    choices = [kw.get("tool_choice") for _m, kw in backend.requests]
+    # the repeat in the 2nd answer makes the 3rd final; the 4th is the plain last try
+    assert choices == [None, None, "none", None]
+    assert [bool(kw.get("tools")) for _m, kw in backend.requests] == [True, True, True, False]
+    # native tools: the system prompt says when to call, without the text-call recipe
+    system = backend.requests[0][0][0]["content"]
+    assert TOOL_PROMPT_NATIVE in system and TOOL_PROMPT not in system
+
+
+def test_a_model_that_only_calls_tools_is_asked_plainly_at_last(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+    """Told to answer, a tiny model calls a tool again: one more call with no tools offered
+    or described gets the reply; the tool exchange is in it as plain text."""
+    log, store = stores
+
+    class Stubborn(Calls):
+        def chat(self, messages: list[dict], **kw: object) -> ChatReply:  # type: ignore[override]
+            if TOOL_PROMPT_NATIVE not in messages[0]["content"] and not kw.get("tools"):
+                self.requests.append((list(messages), dict(kw)))
+                return ChatReply("You keep bees.", ChatStats(10, 3, 1, None))
+            return super().chat(messages, **kw)
+
+    backend = Stubborn(lambda n: ("memory_search", {"query": "bees"}), structured=True)
+    session = ChatSession(home, log, store, backend, Config())
+    session.start()
+    assert session.send("what about my bees?").text == "You keep bees."
+    plain_messages, plain_kw = backend.requests[-1]
+    assert "tools" not in plain_kw and "tool_calls" not in json.dumps(plain_messages)
+    assert TOOL_PROMPT_NATIVE not in plain_messages[0]["content"]
+    assert plain_messages[-1]["content"].startswith("[tool result memory_search]: ")
+    assert plain_messages[-2]["content"] == "what about my bees?"  # its calls are not shown
+    assert plain_messages[-1]["content"].endswith(ANSWER_NOW)
+    (turn,) = log.read(types=["AssistantTurn"])
+    assert turn.payload["text"] == "You keep bees."
+
+
+def test_text_tool_prompt_has_no_concrete_example() -> None:
+    """A 0.5B model copied the example query ("bees") into every turn."""
+    for prompt in (TOOL_PROMPT, TOOL_PROMPT_NATIVE):
+        assert "bees" not in prompt and '"query":' not in prompt
 
 
 def test_tools_can_be_switched_off(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

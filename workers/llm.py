@@ -90,7 +90,8 @@ class Backend(Protocol):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply: ...
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None) -> ChatReply: ...
 
     def models(self) -> list[str]: ...
 
@@ -403,7 +404,8 @@ class OllamaBackend(_HTTPBackend):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None) -> ChatReply:
         max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
         options: dict[str, Any] = {}
         if max_tokens is not None:
@@ -413,7 +415,7 @@ class OllamaBackend(_HTTPBackend):
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if options:
             body["options"] = options
-        if tools:
+        if tools and tool_choice != "none":  # ollama has no tool_choice: "none" = no tools
             body["tools"] = tools
         return self._stream(f"{self.base_url}/api/chat", body, _parse_ndjson, on_token)
 
@@ -460,7 +462,8 @@ class OpenAIBackend(_HTTPBackend):
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None) -> ChatReply:
         max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if stream:
@@ -471,6 +474,8 @@ class OpenAIBackend(_HTTPBackend):
             body["temperature"] = temperature
         if tools:
             body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         return self._stream(f"{self.base_url}/chat/completions", body, _parse_sse, on_token)
 
     def _whole(self, data: dict) -> _Delta:
@@ -585,9 +590,10 @@ class ScriptedBackend:
 
     def chat(self, messages: list[dict], *, stream: bool = True,
              on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
-             temperature: float | None = None, tools: list[dict] | None = None) -> ChatReply:
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None) -> ChatReply:
         max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
-        del tools  # scripted replies come from the rules; tool specs are ignored
+        del tools, tool_choice  # scripted replies come from the rules; tool specs are ignored
         started = time.monotonic()
         text = self.reply_for(messages)
         if max_tokens is not None:

@@ -26,7 +26,8 @@ from projections.tokens import estimate
 
 from .llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
                   ModelNotFound)
-from .tools import TOOL_PROMPT, TOOL_SPECS, parse_text_tool_calls, run_tool, structured_call
+from .tools import (REPEATED_CALL, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS, TOOLS_DONE,
+                    call_key, parse_text_tool_calls, run_tool, structured_call)
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
@@ -37,6 +38,8 @@ SUMMARY_PROMPT = ("Summarise the conversation below in at most 150 tokens, for y
                   "user gave. Plain sentences, no preamble.")
 SUMMARY_MAX_TOKENS = 200
 COMPRESSED_PREFIX = "[Session history compressed — summary: "
+ANSWER_NOW = ("[Answer my last message now, in plain words, using the tool results above. "
+              "No tool calls.]")
 MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply must be final
 MAX_CALLS_PER_ROUND = 5
 
@@ -100,8 +103,10 @@ class ChatSession:
         self.memory_block = ""
         self._inject_next = True
 
-    def messages(self) -> list[dict]:
-        system = SYSTEM_PROMPT + (f" {TOOL_PROMPT}" if self.tools else "") + \
+    def messages(self, *, tools: bool = True) -> list[dict]:
+        """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
+        tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
+        system = SYSTEM_PROMPT + (f" {tool_prompt}" if self.tools and tools else "") + \
             (f"\n\n{self.memory_block}" if self.memory_block else "")
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
@@ -142,15 +147,19 @@ class ChatSession:
         return reply
 
     def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
-              on_reply_end: Callable[[ChatReply], None] | None = None) -> ChatReply:
+              on_reply_end: Callable[[ChatReply], None] | None = None, *,
+              final: bool = False, plain: bool = False) -> ChatReply:
         """One model call on the history plus ``extra`` (this turn's structured tool
-        messages): compress and retry once on overflow; drop native tools if refused."""
+        messages): compress and retry once on overflow; drop native tools if refused.
+        ``final``: the answer must not be another tool call (``tool_choice: none``);
+        ``plain``: no tools offered or described at all."""
         def call() -> ChatReply:
-            messages = self.messages() + extra
-            if not self._native_tools:
+            messages = self.messages(tools=not plain) + extra
+            if plain or not self._native_tools:
                 return self.backend.chat(messages, on_token=on_token)
             try:
-                return self.backend.chat(messages, on_token=on_token, tools=TOOL_SPECS)
+                return self.backend.chat(messages, on_token=on_token, tools=TOOL_SPECS,
+                                         tool_choice="none" if final else None)
             except (BackendUnavailable, ModelNotFound, ContextLengthExceeded):
                 raise
             except BackendError as e:
@@ -181,8 +190,9 @@ class ChatSession:
         final reply."""
         wire: list[dict] = []          # this turn's tool exchange, as sent to the model
         copies: list[_Message] = []    # the same, as plain text, for the history
+        seen: set[str] = set()         # calls already run this turn
         try:
-            for _ in range(MAX_TOOL_ROUNDS):
+            for round_ in range(1, MAX_TOOL_ROUNDS + 1):
                 if reply.interrupted:
                     break
                 structured = [structured_call(c) for c in reply.tool_calls]
@@ -191,6 +201,7 @@ class ChatSession:
                 if not calls:
                     break
                 calls = calls[:MAX_CALLS_PER_ROUND]
+                repeats = 0
                 if structured:
                     wire.append({"role": "assistant", "content": reply.text,
                                  "tool_calls": reply.tool_calls[:MAX_CALLS_PER_ROUND]})
@@ -198,8 +209,14 @@ class ChatSession:
                     wire.append({"role": "assistant", "content": reply.text})
                 shown = reply.text.strip()
                 for call_id, name, arguments in calls:
-                    result = run_tool(name, arguments, home=self.home, log=self.log,
-                                      store=self.store, session_id=self.id)
+                    key = call_key(name, arguments)
+                    if key in seen:  # small models loop on one call: not run again
+                        repeats += 1
+                        result = REPEATED_CALL
+                    else:
+                        seen.add(key)
+                        result = run_tool(name, arguments, home=self.home, log=self.log,
+                                          store=self.store, session_id=self.id)
                     args = arguments if isinstance(arguments, dict) else {"_raw": str(arguments)}
                     event_id = self._append(ToolCalled(session=self.id, name=name,
                                                        arguments=args, result=result))
@@ -215,7 +232,23 @@ class ChatSession:
                     else:
                         wire.append({"role": "tool", "content": result,
                                      "tool_call_id": call_id or ""})
-                reply = self._chat(wire, on_token, on_reply_end)
+                # the last allowed round, or a round of nothing but repeats: the next answer
+                # must be the reply — native tools are switched off for it (tool_choice
+                # none) and a text-calling model is told so
+                final = round_ == MAX_TOOL_ROUNDS or repeats == len(calls)
+                if final and not structured:
+                    wire[-1] = {"role": "user", "content": f"{wire[-1]['content']}\n{TOOLS_DONE}"}
+                reply = self._chat(wire, on_token, on_reply_end, final=final)
+                if final:
+                    break
+            if copies and not reply.interrupted and (
+                    reply.tool_calls or parse_text_tool_calls(reply.text)):
+                # Told to answer, the model asked for a tool again (a 0.5B model does): ask
+                # once more with no tools in sight — only the results, as one plain message
+                # (shown its own calls, a small model copies them once more).
+                results = "\n".join(m.content for m in copies if m.role == "user")
+                reply = self._chat([{"role": "user", "content": f"{results}\n{ANSWER_NOW}"}],
+                                   on_token, on_reply_end, plain=True)
         finally:
             self.history.extend(copies)
         return reply

@@ -54,10 +54,30 @@ TOOL_SPECS: list[dict[str, Any]] = [
 ]
 TOOL_NAMES = frozenset(spec["function"]["name"] for spec in TOOL_SPECS)
 
+# With native tool calling the server's chat template describes the tools; the system prompt
+# only says when to use them. Small models copy whatever example they are shown (a 0.5B model
+# shown `"query": "bees"` searched for bees whatever the question), so neither prompt has a
+# concrete example.
+TOOL_PROMPT_NATIVE = ("Call a memory tool only when the memory context below does not answer "
+                      "the question, or when the user asks you to remember something; "
+                      "otherwise answer directly.")
 TOOL_PROMPT = ("Memory tools: remember(content), memory_search(query, limit), memory_get(date). "
-               "If you cannot call tools natively, reply with only a ```json block such as "
-               '{"tool": "memory_search", "arguments": {"query": "bees", "limit": 3}} '
-               "and wait for the result.")
+               "Only when the memory context below does not answer the question, or the user "
+               "asks you to remember something, reply with only a ```json block "
+               '{"tool": "<tool name>", "arguments": {<its arguments>}} and wait for the '
+               "result; otherwise answer directly.")
+REPEATED_CALL = ("error: you already made this call in this turn; answer the user with the "
+                 "result above")
+TOOLS_DONE = "[no more tool calls this turn — answer the user now with what you have]"
+
+
+def call_key(name: str, arguments: Any) -> str:
+    """The identity of a call within a turn (same tool, same arguments)."""
+    try:
+        return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+    except (TypeError, ValueError):
+        return f"{name}:{arguments!r}"
+
 
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.S | re.I)
 
