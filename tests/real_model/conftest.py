@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -95,3 +96,5 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        # the joined 491 MB weights: pytest keeps the last three sessions' tmp dirs
+        shutil.rmtree(server_home / "models", ignore_errors=True)
