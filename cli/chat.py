@@ -214,10 +214,12 @@ class ToolCallFilter:
 
 
 @click.command()
-@click.option("--backend", type=click.Choice(["ollama", "openai", "scripted"]), default="ollama",
-              show_default=True, help="Where the model runs.")
-@click.option("--model", help="The model name (default: the backend's default).")
-@click.option("--base-url", help="Server URL (default: $OLLAMA_HOST or $DIARIST_OPENAI_BASE_URL).")
+@click.option("--backend", type=click.Choice(["ollama", "openai", "scripted"]),
+              help="Where the model runs (default: llm.backend in the config, else ollama).")
+@click.option("--model", help="The model name (default: llm.model in the config, else the "
+                               "server's first model).")
+@click.option("--base-url", help="Server URL (default: $OLLAMA_HOST or $DIARIST_OPENAI_BASE_URL, "
+                                  "else llm.base_url in the config).")
 @click.option("--script", type=click.Path(dir_okay=False, path_type=Path),
               help="Rules file for --backend scripted (JSON lines {\"match\", \"reply\"}).")
 @click.option("--onboard", is_flag=True,
@@ -231,7 +233,7 @@ class ToolCallFilter:
                    "(default: memory.tools in the config, on).")
 @home_option
 @friendly_errors
-def chat(backend: str, model: str | None, base_url: str | None, script: Path | None,
+def chat(backend: str | None, model: str | None, base_url: str | None, script: Path | None,
          onboard: bool, shadow_journal: bool | None, tools: bool | None) -> None:
     """Chat with a local model that starts from the memory that matters.
 
@@ -242,8 +244,7 @@ def chat(backend: str, model: str | None, base_url: str | None, script: Path | N
 
     home = current_home()
     config = load_config(home)
-    llm = make_backend(backend, model=model, base_url=base_url, script=script,
-                       max_tokens=config.llm.max_reply_tokens, temperature=config.llm.temperature)
+    llm = make_backend(backend, model=model, base_url=base_url, script=script, llm=config.llm)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         store.catch_up_all()
         _onboard(home, log, store, onboard)

@@ -18,6 +18,11 @@ memory:
 queue:
   redis_url: null           # or $DIARIST_REDIS_URL; default: SQLite at var/queue.db
 llm:
+  backend: null             # ollama | openai | scripted for `diarist chat` (null: ollama)
+  model: null               # the model name (null: the server's first model)
+  base_url: null            # server URL; $OLLAMA_HOST / $DIARIST_OPENAI_BASE_URL win over it
+  api_key: null             # OpenAI-compatible servers; $DIARIST_OPENAI_API_KEY wins over it.
+                            # Prefer the environment variable: this file is plain text.
   max_reply_tokens: null    # cap on each chat reply (null: the server's default); a cap
                             # bounds a reply's latency on a slow CPU
   temperature: null         # sampling temperature for chat replies (null: the server's)
@@ -63,6 +68,10 @@ class QueueConfig:
 
 @dataclass(frozen=True)
 class LLMConfig:
+    backend: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr, a log or an event
     max_reply_tokens: int | None = None
     temperature: float | None = None
 
@@ -115,6 +124,26 @@ def _number_range(low: float, high: float):  # type: ignore[no-untyped-def]
     return check
 
 
+def _one_of(*choices: str):  # type: ignore[no-untyped-def]
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"one of {', '.join(choices)}"
+    return check
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "a non-empty string"
+
+
+def _http_url(value: Any) -> str | None:
+    if isinstance(value, str) and value.startswith(("http://", "https://")) and value[8:].strip("/"):
+        return None
+    return "an http:// or https:// URL"
+
+
+def _secret(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "a non-empty string"
+
+
 def _url_or_null(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.startswith(("redis://", "rediss://", "unix://"))):
         return None
@@ -131,6 +160,10 @@ _CHECKS: dict[str, Any] = {
     "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
     "memory.rolling_summary.keep_turns": _int_range(0, 1000),
     "queue.redis_url": _url_or_null,
+    "llm.backend": _or_null(_one_of("ollama", "openai", "scripted")),
+    "llm.model": _or_null(_text),
+    "llm.base_url": _or_null(_http_url),
+    "llm.api_key": _or_null(_secret),
     "llm.max_reply_tokens": _or_null(_int_range(1, 32768)),
     "llm.temperature": _or_null(_number_range(0.0, 2.0)),
 }
@@ -154,7 +187,8 @@ def _build(cls: type, raw: Any, prefix: str, where: str) -> Any:
             continue
         problem = _CHECKS[path](value)
         if problem:
-            raise ConfigError(f"{where}: `{path}` must be {problem}, got {value!r}")
+            shown = "a value (not shown: it is a secret)" if path == "llm.api_key" else repr(value)
+            raise ConfigError(f"{where}: `{path}` must be {problem}, got {shown}")
         values[key] = value
     return cls(**values)
 

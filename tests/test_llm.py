@@ -539,3 +539,69 @@ def test_unknown_backend() -> None:
     with pytest.raises(DiaristError, match="unknown LLM backend") as e:
         make_backend("gpt5")
     assert "ollama" in e.value.hint
+
+
+# --- the config's llm section -----------------------------------------------------------
+
+
+def test_llm_settings_come_from_argument_then_env_then_config(
+        openai: tuple[str, type[Handler]], closed_port: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from events.config import LLMConfig
+
+    url, h = openai
+    cfg = LLMConfig(backend="openai", model="qwen2.5-1.5b", base_url=url, api_key=KEY,
+                    max_reply_tokens=40)
+    b = make_backend(llm=cfg)  # everything from the config
+    assert b.name == "openai" and b.base_url == url + "/v1"
+    assert b.chat(MSGS).text == "".join(WORDS)
+    assert h.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert h.seen[-1]["body"]["max_tokens"] == 40
+    assert KEY not in repr(b) and KEY not in repr(cfg)
+    # the environment wins over the config, the argument over both
+    monkeypatch.setenv("DIARIST_OPENAI_BASE_URL", url)
+    monkeypatch.setenv("DIARIST_OPENAI_API_KEY", KEY)
+    moved = LLMConfig(backend="openai", model="qwen2.5-1.5b", base_url=closed_port,
+                      api_key="sk-config-WRONG-000000")
+    assert make_backend(llm=moved).chat(MSGS).text == "".join(WORDS)
+    assert h.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert make_backend(base_url=closed_port, llm=cfg).base_url == closed_port + "/v1"
+    assert make_backend("scripted", llm=cfg).name == "scripted"
+    assert make_backend().name == "ollama"  # no argument, no config
+
+
+def test_chat_reads_the_llm_config(openai: tuple[str, type[Handler]], home) -> None:  # type: ignore[no-untyped-def]
+    """`diarist chat` with no flags talks to the server the config names, with its key; the
+    key is in no event and no output."""
+    from click.testing import CliRunner
+
+    from cli.main import cli
+    from events import EventLog
+
+    url, h = openai
+    home.config_file.write_text(
+        f"llm:\n  backend: openai\n  model: qwen2.5-1.5b\n  base_url: {url}\n  api_key: {KEY}\n")
+    result = CliRunner().invoke(cli, ["chat", "--no-tools"], input="hello\n/status\n/exit\n",
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "openai qwen2.5-1.5b, context 4096 tokens" in result.output
+    assert "".join(WORDS) in result.output and KEY not in result.output
+    assert h.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    with EventLog(home.events_db) as log:
+        assert KEY not in json.dumps([e.payload for e in log.read()])
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("llm:\n  backend: llamafile\n", "`llm.backend` must be null or one of ollama, openai, scripted"),
+    ("llm:\n  base_url: localhost:8080\n", "`llm.base_url` must be null or an http:// or https:// URL"),
+    ("llm:\n  api_key: 123456789\n", "`llm.api_key` must be null or a non-empty string, got a value (not shown"),
+])
+def test_llm_config_is_validated(home, yaml_text: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    home.config_file.write_text(yaml_text)
+    result = CliRunner().invoke(cli, ["recall", "x"])
+    assert result.exit_code == 1 and message in result.output
+    assert "123456789" not in result.output

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from events.config import LLMConfig
 from events.errors import DiaristError
 from projections.tokens import estimate
 
@@ -612,16 +613,26 @@ class ScriptedBackend:
 
 # --- factory ------------------------------------------------------------------------------
 
-def make_backend(name: str, *, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, script: Path | None = None,
-                 timeout: float = 120.0, max_tokens: int | None = None,
-                 temperature: float | None = None) -> Backend:
-    """A backend; ``max_tokens`` / ``temperature`` become its :class:`Defaults`."""
+def make_backend(name: str | None = None, *, model: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None,
+                 script: Path | None = None, timeout: float = 120.0,
+                 max_tokens: int | None = None, temperature: float | None = None,
+                 llm: LLMConfig | None = None) -> Backend:
+    """A backend. Each setting comes from the argument, else (server URL and API key) the
+    environment, else the config's ``llm`` section, else the default; ``max_tokens`` /
+    ``temperature`` become its :class:`Defaults` for chat replies."""
+    llm = llm or LLMConfig()
+    name = name or llm.backend or "ollama"
+    model = model or llm.model
+    max_tokens = max_tokens if max_tokens is not None else llm.max_reply_tokens
+    temperature = temperature if temperature is not None else llm.temperature
     backend: OllamaBackend | OpenAIBackend | ScriptedBackend
     if name == "ollama":
-        backend = OllamaBackend(base_url, model, timeout)
+        backend = OllamaBackend(base_url or os.environ.get(OLLAMA_ENV) or llm.base_url, model,
+                                timeout)
     elif name == "openai":
-        backend = OpenAIBackend(base_url, model, api_key, timeout)
+        backend = OpenAIBackend(base_url or os.environ.get(OPENAI_URL_ENV) or llm.base_url, model,
+                                api_key or os.environ.get(OPENAI_KEY_ENV) or llm.api_key, timeout)
     elif name == "scripted":
         backend = ScriptedBackend(script, model)
     else:

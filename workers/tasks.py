@@ -20,6 +20,7 @@ from huey.exceptions import TaskLockedException
 from huey.storage import RedisStorage
 
 from events import EventLog
+from events.config import load_config
 from projections import all_projectors, open_store
 from projections.embedding import ModelUnavailable, load_embedder
 from projections.vectors import active_model, embed_pending, pending_count, refresh_vectors
@@ -118,7 +119,7 @@ def shadow_journal_task(session_id: str, user_event_id: str, assistant_event_id:
 
     home = bound_home()
     backend = make_backend(backend_name, model=model, base_url=base_url,
-                           script=Path(script) if script else None)
+                           script=Path(script) if script else None, llm=load_config(home).llm)
     with EventLog(home.events_db) as log:
         event = shadow_journal(home, log, session_id, user_event_id, assistant_event_id, backend)
     logger = structlog.get_logger("diarist.worker")
