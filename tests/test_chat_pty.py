@@ -3,12 +3,14 @@ memory injection, streaming, a compression at 80 %, slash commands and a clean e
 the log holds every event and `replay --verify` passes."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -19,11 +21,18 @@ from events import EventLog, Home
 from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
 
 
+def _controlling_tty() -> None:
+    """In the child: its own session with the pty as controlling terminal, so ^C typed on the
+    pty is a SIGINT for it, as in a real terminal."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 class Terminal:
     def __init__(self, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     cwd=cwd, close_fds=True, start_new_session=True)
+                                     cwd=cwd, close_fds=True, preexec_fn=_controlling_tty)
         os.close(slave)
         self.screen = ""
 
@@ -104,3 +113,25 @@ def test_a_session_in_a_real_terminal(home: Home, tmp_path: Path) -> None:
     done = subprocess.run([*diarist_cmd(), "replay", "--verify"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "DIFFERS" not in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("key", [b"\x03", b"\x04"], ids=["ctrl-c", "ctrl-d"])
+def test_ctrl_c_or_ctrl_d_at_the_prompt_ends_the_session(home: Home, tmp_path: Path,
+                                                         key: bytes) -> None:
+    term = Terminal([*diarist_cmd(), "chat", "--backend", "scripted"], subprocess_env(home),
+                    tmp_path)
+    try:
+        term.expect(r"What should I call you\?")
+        for _ in range(4):
+            term.send("")
+        term.expect(r"you> ")
+        term.send("hello")
+        term.expect(r"echo: hello[\s\S]*you> ")
+        os.write(term.master, key)
+        term.expect(r"Session ended \(1 turns\)")
+    finally:
+        code = term.close()
+    assert code == 0, term.screen[-2000:]
+    with EventLog(home.events_db) as log:
+        types = [e.type for e in log.read()]
+    assert types[-1] == "SessionEnded" and types.count("AssistantTurn") == 1
