@@ -8,6 +8,7 @@ budget, the history is compressed at 80 %, the shadow journal survives whatever 
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -215,3 +216,16 @@ def test_ctrl_c_stops_a_real_stream_and_the_chat_goes_on(llm_server: str, home: 
     assert first["interrupted"] is True and first["text"].strip()
     assert len(first["text"].split()) < 300  # stopped well before the 400 words
     assert second["interrupted"] is False and second["text"].strip()
+
+
+def test_a_second_server_on_a_taken_port_is_a_clear_error(llm_server: str, home: Home) -> None:
+    port = llm_server.rsplit(":", 1)[1].split("/")[0]
+    try:
+        done = subprocess.run([*diarist_cmd(), "serve-model", "--port", port],
+                              capture_output=True, text=True, env=subprocess_env(home),
+                              timeout=300)
+    finally:
+        shutil.rmtree(home.models_dir, ignore_errors=True)  # its own 491 MB copy
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"did not start on 127.0.0.1:{port}" in done.stderr
+    assert "Is the port taken?" in done.stderr and "Traceback" not in done.stderr

