@@ -89,6 +89,22 @@ def fill_random_vectors(home_path: Path, seed: int = 7) -> int:
         return len(hashes)
 
 
+def idle_refresh_ms(home_path: Path, n: int = 7) -> list[float]:
+    """`refresh_vectors` when nothing changed: what every worker run and `diarist sync` pays."""
+    from events import EventLog, Home
+    from projections import open_store
+    from projections.vectors import refresh_vectors
+
+    home = Home(home_path)
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        times = []
+        for _ in range(n):
+            started = time.perf_counter()
+            refresh_vectors(store)
+            times.append((time.perf_counter() - started) * 1000)
+        return times
+
+
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * len(ordered) + 0.5)) - 1)]
@@ -132,10 +148,12 @@ def main() -> None:
             items = fill_random_vectors(home)
             times, _ = warm(home, questions[:args.queries])
             cold = [run(home, "recall", q, "--json") for q in questions[:5]]
+            idle = idle_refresh_ms(home)
             print(f"{size:>7} turns, {items} vectors: warm recall p50 {percentile(times, 50):.1f} ms,"
                   f" p95 {percentile(times, 95):.1f} ms, max {max(times):.1f} ms (n={len(times)});"
                   f" cold `diarist recall` median {statistics.median(cold):.2f} s, max {max(cold):.2f} s;"
-                  f" sync --no-embed {sync_s:.1f} s", flush=True)
+                  f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
+                  f" {statistics.median(idle):.2f} ms", flush=True)
 
 
 if __name__ == "__main__":

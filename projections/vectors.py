@@ -502,6 +502,14 @@ def _refresh(db: sqlite3.Connection, home: Home) -> int:
     current_generation = generation(db)
     directory = vectors_dir(home)
     path = directory / state.file if state else None
+    if (state is not None and active is not None and path is not None
+            and state.generation == current_generation and state.model == active.key
+            and state.dimension == active.dimension
+            and _valid_file(path, active.dimension, state.count)):
+        # Every change of what the matrix should hold bumps the generation (an item stored
+        # with a cached vector, any item removed, a model chosen, vectors embedded): with it
+        # unchanged there is nothing gone and nothing new, so skip the scan of every slot.
+        return 0
     changed = 0
     gone: list[int] = []
     if state is not None:
