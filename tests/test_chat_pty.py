@@ -3,15 +3,8 @@ memory injection, streaming, a compression at 80 %, slash commands and a clean e
 the log holds every event and `replay --verify` passes."""
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
-import re
-import select
 import subprocess
-import termios
-import time
 from pathlib import Path
 
 import pytest
@@ -19,45 +12,7 @@ import pytest
 from events import EventLog, Home
 
 from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
-
-
-def _controlling_tty() -> None:
-    """In the child: its own session with the pty as controlling terminal, so ^C typed on the
-    pty is a SIGINT for it, as in a real terminal."""
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-class Terminal:
-    def __init__(self, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     cwd=cwd, close_fds=True, preexec_fn=_controlling_tty)
-        os.close(slave)
-        self.screen = ""
-
-    def expect(self, pattern: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while not re.search(pattern, self.screen):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"{pattern!r} not seen; screen:\n{self.screen[-2000:]}")
-            ready, _, _ = select.select([self.master], [], [], min(left, 0.2))
-            if ready:
-                try:
-                    self.screen += os.read(self.master, 65536).decode("utf-8", "replace")
-                except OSError:
-                    break
-        return self.screen
-
-    def send(self, line: str) -> None:
-        os.write(self.master, (line + "\r").encode())
-
-    def close(self) -> int:
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            os.close(self.master)
+from .terminal import Terminal
 
 
 @pytest.mark.slow
@@ -127,7 +82,7 @@ def test_ctrl_c_or_ctrl_d_at_the_prompt_ends_the_session(home: Home, tmp_path: P
         term.expect(r"you> ")
         term.send("hello")
         term.expect(r"echo: hello[\s\S]*you> ")
-        os.write(term.master, key)
+        term.key(key)
         term.expect(r"Session ended \(1 turns\)")
     finally:
         code = term.close()

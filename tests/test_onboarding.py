@@ -198,7 +198,7 @@ def test_skipping_every_question_appends_a_decline(home: Home) -> None:
 @pytest.mark.slow
 def test_a_declined_onboarding_is_not_asked_again_in_a_terminal(home: Home, tmp_path: Path) -> None:
     from .conftest import diarist_cmd, subprocess_env
-    from .test_chat_pty import Terminal
+    from .terminal import Terminal
 
     chat = [*diarist_cmd(), "chat", "--backend", "scripted"]
 

@@ -23,6 +23,7 @@ from workers.llm import make_backend
 from workers.local_model import MODEL_ALIAS
 
 from ..conftest import diarist_cmd, subprocess_env
+from ..terminal import Terminal
 from .conftest import WINDOW
 
 PARA = ("Build log notes: the ingest service on port 9400 now batches writes every 250 ms; "
@@ -150,67 +151,32 @@ def test_the_fact_parser_on_the_models_own_shapes() -> None:
     assert parse_facts("[]") == []
 
 
-def _controlling_tty() -> None:
-    """In the child: a session of its own with the pty as its controlling terminal, so ^C
-    typed on the pty is a SIGINT, as in a real terminal."""
-    import fcntl
-    import os
-    import termios
-
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def test_ctrl_c_stops_a_real_stream_and_the_chat_goes_on(llm_server: str, home: Home) -> None:
+def test_ctrl_c_stops_a_real_stream_and_the_chat_goes_on(llm_server: str, home: Home,
+                                                         tmp_path: Path) -> None:
     """^C on the terminal while the model writes a long answer: the reply stops, is recorded
     as interrupted, and the next message gets an answer (llama.cpp dropped the request when
     the connection closed; its one slot is free again)."""
-    import os
-    import pty
-    import select
-    import time
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([*diarist_cmd(), "chat", "--backend", "openai", "--base-url",
-                             llm_server, "--no-tools"], stdin=slave, stdout=slave, stderr=slave,
-                            env=subprocess_env(home), preexec_fn=_controlling_tty)
-    os.close(slave)
-    screen = ""
-
-    def wait_for(text: str, count: int = 1, timeout: float = 120) -> None:
-        nonlocal screen
-        deadline = time.monotonic() + timeout
-        while screen.count(text) < count:
-            assert time.monotonic() < deadline, f"no {text!r} in:\n{screen[-2000:]}"
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                screen += os.read(master, 65536).decode("utf-8", "replace")
-
+    term = Terminal([*diarist_cmd(), "chat", "--backend", "openai", "--base-url", llm_server,
+                     "--no-tools"], subprocess_env(home), tmp_path)
     try:
-        wait_for("What should I call you?")
-        os.write(master, b"\r\r\r\r")  # skip the onboarding questions
-        wait_for("you> ")
-        os.write(master, b"Write a 400-word story about a lighthouse keeper.\r")
-        wait_for("assistant> ")
-        before = len(screen)
-        while len(screen) - before < 80:  # some of the story has streamed in
-            wait_for("assistant> ")
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                screen += os.read(master, 65536).decode("utf-8", "replace")
-        os.write(master, b"\x03")
-        wait_for("[interrupted]")
-        os.write(master, b"Say hello in three words.\r")
-        wait_for("assistant> ", count=2)
-        wait_for("you> ", count=3)
-        os.write(master, b"/exit\r")
-        wait_for("Session ended (2 turns).")
-        assert proc.wait(timeout=30) == 0
+        term.expect(r"What should I call you\?")
+        for _ in range(4):
+            term.send("")  # skip the onboarding questions
+        term.expect(r"you> ")
+        term.send("Write a 400-word story about a lighthouse keeper.")
+        term.expect(r"assistant> \S[\s\S]{80}", timeout=120)  # some of the story streamed in
+        term.key(b"\x03")
+        term.expect(r"\[interrupted\]")
+        term.send("Say hello in three words.")
+        term.expect(r"\[interrupted\][\s\S]*assistant> [\s\S]*you> ", timeout=120)
+        term.send("/exit")
+        term.expect(r"Session ended \(2 turns\)\.")
+    except BaseException:
+        term.kill()
+        raise
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
-
+        code = term.close()
+    assert code == 0, term.screen[-2000:]
     with EventLog(home.events_db) as log:
         first, second = [e.payload for e in log.read(types=["AssistantTurn"])]
     assert first["interrupted"] is True and first["text"].strip()
