@@ -88,6 +88,9 @@ def test_a_chat_session_against_the_real_model(llm_server: str, home: Home, tmp_
         assert 0 < injected["injected_tokens"] <= 512 and injected["items"]
         replies = [e.payload for e in mine if e.type == "AssistantTurn"]
         assert len(replies) == 3 and all(r["text"].strip() for r in replies)
+        # the point of it all: the injected note answers the first question (a keyword, not
+        # the wording; temperature 0)
+        assert "rex" in replies[0]["text"].lower(), replies[0]["text"]
         assert all(r["prompt_tokens"] and r["reply_tokens"] and r["tokens_per_sec"] for r in replies)
         assert all(r["reply_tokens"] <= 64 for r in replies)
         compressed = [e.payload for e in mine if e.type == "HistoryCompressed"]
