@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +72,25 @@ def make_turns(n: int, session: str = "s1", prefix: str = "t") -> list[dict]:
          "text": f"message number {i} about topic {i % 7}", "ref": f"{prefix}:{session}:{i}"}
         for i in range(n)
     ]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """Ctrl-C a child process as a user would; kill it if it does not exit in time."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def diarist_cmd() -> list[str]:

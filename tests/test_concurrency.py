@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -25,7 +24,7 @@ from events.types import TURN_TYPES, UserTurn
 from projections import all_projectors, open_store
 from projections.engine import ProjectionStore
 
-from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
+from .conftest import diarist_cmd, make_turns, stop_process, subprocess_env, write_transcript
 
 APPENDS = 300
 
@@ -317,11 +316,6 @@ def test_a_real_worker_catches_up_after_an_import(home: Home, tmp_path: Path) ->
         with EventLog(home.events_db) as log, open_store(home, log) as store:
             assert turns_rows(store) == (1000, 1000)
     finally:
-        worker.send_signal(signal.SIGINT)
-        try:
-            worker.wait(10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop_process(worker)
         if worker.stderr:
             worker.stderr.close()

@@ -27,7 +27,7 @@ from workers.presence import hold_worker_lock, worker_present
 from workers.session import ChatSession
 from workers.tasks import SHADOW_JOURNAL_TASK
 
-from .conftest import diarist_cmd, subprocess_env
+from .conftest import diarist_cmd, stop_process, subprocess_env
 
 EXTRACTION_RULE = {"match": "New facts \\(JSON list\\)", "reply": '["User keeps bees"]'}
 
@@ -80,13 +80,7 @@ class Worker:
         return out
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self._err.close()
 
 

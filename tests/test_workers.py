@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -19,7 +18,8 @@ from projections import open_store
 from workers import PROJECTION_TASKS, configure, enqueue_catch_up, huey
 from workers.tasks import EMBED_TASK
 
-from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
+from .conftest import (diarist_cmd, free_port, make_turns, stop_process, subprocess_env,
+                       write_transcript)
 
 QUEUED = [*PROJECTION_TASKS, EMBED_TASK]  # the projections, then embed.pending
 
@@ -63,12 +63,6 @@ def test_sqlite_queue_lives_in_the_home_and_coalesces(home: Home) -> None:
 
 
 # --- Redis ---------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -123,8 +117,4 @@ def test_redis_from_config_and_a_real_worker(home: Home, redis_url: str, tmp_pat
         assert position(home) == head
         assert not home.queue_db.exists()  # the work went through Redis
     finally:
-        worker.send_signal(signal.SIGINT)
-        try:
-            worker.wait(10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_process(worker)

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, diarist_cmd
+from tests.conftest import REPO, diarist_cmd, free_port
 
 WINDOW = 2048
 START_TIMEOUT_S = 180
@@ -48,12 +47,6 @@ def _installed() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
@@ -72,7 +65,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                         "(run `bash scripts/setup.sh`)")
         pytest.skip(f"real-model tier: {missing}")
     server_home = tmp_path_factory.mktemp("llm-home")
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, DIARIST_HOME=str(server_home), PYTHONPATH=str(REPO))
     log_path = server_home / "server.log"
     with open(log_path, "wb") as log:
