@@ -13,7 +13,7 @@
    over questions. Vectors only (no lexical search, no recency): it compares models. The
    difference to fp32 comes with its paired standard error (same questions).
 3. **Vector search** over 10,000 and 100,000 random unit vectors in a real vectors projection
-   (``projections.vectors.vector_search`` on the matrix file): p50/p95 of k=10 searches warm,
+   (``projections.vector_search.vector_search`` on the matrix file): p50/p95 of k=10 searches warm,
    the same with the query embedding included, a cold process's first search (imports, model
    load, query embedding, search; the budget of a one-shot ``diarist recall``), the matrix
    rebuild, and the incremental refresh after one new embedding (the worker's cost per turn).
@@ -162,7 +162,7 @@ def child_cold_search(home: str, query: str) -> dict[str, Any]:
     from events import EventLog, Home
     from projections import open_store
     from projections.embedding import active_embedder
-    from projections.vectors import vector_search
+    from projections.vector_search import vector_search
 
     h = Home(Path(home))
     imported = time.perf_counter() - t0
@@ -194,7 +194,7 @@ def run_child(*args: str) -> dict[str, Any]:
 
 
 def export(models_dir: Path) -> Path:
-    from workers.models import export_model
+    from workers.models.embedding import export_model
 
     target = models_dir / "all-MiniLM-L6-v2"
     t0 = time.perf_counter()
@@ -208,7 +208,7 @@ def per_tensor(folder: Path) -> Path:
     if not out.exists():
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        from workers.models import _quiet
+        from workers.models.embedding import _quiet
 
         with _quiet():
             quantize_dynamic(str(folder / VARIANT_FILES["fp32"]), str(out),
@@ -225,8 +225,9 @@ def build_home(root: Path, folder: Path, variant: str, n: int) -> tuple[Any, dic
 
     from events import EventLog, Home
     from projections import open_store
-    from projections.vectors import active_model, bump, refresh_vectors
-    from workers.models import ensure_model
+    from projections.vector_cache import active_model, bump
+    from projections.vector_matrix import refresh_vectors
+    from workers.models.embedding import ensure_model
 
     home = Home(root).ensure()
     target = home.models_dir / folder.name
@@ -278,7 +279,7 @@ def bench_search(folder: Path, variant: str, n: int, questions: list[str]) -> di
     import numpy as np
 
     from projections.embedding import active_embedder
-    from projections.vectors import vector_search
+    from projections.vector_search import vector_search
 
     with tempfile.TemporaryDirectory(prefix="diarist-bench-embed-") as tmp:
         (home, log, store), build = build_home(Path(tmp) / "home", folder, variant, n)
@@ -291,10 +292,10 @@ def bench_search(folder: Path, variant: str, n: int, questions: list[str]) -> di
             t0 = time.perf_counter()
             vector_search(store, home, q, 10)
             search_ms.append((time.perf_counter() - t0) * 1000)
-        from projections.vectors import _matrix_state, _open_matrix
+        from projections.vector_matrix import matrix_state, open_matrix
 
-        state = _matrix_state(store.db)
-        matrix = _open_matrix(home, state.file, state.dimension, state.count)
+        state = matrix_state(store.db)
+        matrix = open_matrix(home, state.file, state.dimension, state.count)
         scan_ms = []
         for q in queries:  # the cosine scan and the top-k alone
             t0 = time.perf_counter()
@@ -326,9 +327,9 @@ def bench_layouts(n: int = 100_000, d: int = 384) -> dict[str, Any]:
     file is laid out in blocks, float32): p50 / p95 of 40 scans each, BLAS on one thread."""
     import numpy as np
 
-    from projections.vectors import BLOCK, _single_threaded_blas
+    from projections.vector_matrix import BLOCK, single_threaded_blas
 
-    _single_threaded_blas()
+    single_threaded_blas()
     rng = np.random.default_rng(SEED)
     rows = rng.standard_normal((n, d)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
@@ -437,7 +438,7 @@ def main() -> None:
         questions = [q["query"] for conv in locomo_turns() for q in locomo_questions(conv)]
         random.Random(SEED).shuffle(questions)
         report["search"] = []
-        from workers.models import DEFAULT_VARIANT
+        from workers.models.embedding import DEFAULT_VARIANT
 
         for n in (10_000, 100_000) if "search" in parts else ():
             say(f"[3] vector search over {n:,} vectors ({DEFAULT_VARIANT} query embedding) ...")

@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO))
 from events import EventLog, Home  # noqa: E402
 from events.config import Config, MemoryConfig  # noqa: E402
 from projections import open_store  # noqa: E402
-from workers.extract import shadow_journal  # noqa: E402
+from workers.chat.shadow_journal import shadow_journal  # noqa: E402
 from workers.llm import make_backend  # noqa: E402
-from workers.session import ChatSession  # noqa: E402
+from workers.chat.session import ChatSession  # noqa: E402
 
 CLI = [sys.executable, "-c", "from cli.main import main; main()"]
 

@@ -65,8 +65,9 @@ def fill_random_vectors(home_path: Path, seed: int = 7) -> int:
 
     from events import EventLog, Home
     from projections import open_store
-    from projections.vectors import active_model, bump, refresh_vectors
-    from workers.models import ensure_model
+    from projections.vector_cache import active_model, bump
+    from projections.vector_matrix import refresh_vectors
+    from workers.models.embedding import ensure_model
 
     home = Home(home_path)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
@@ -93,7 +94,7 @@ def idle_refresh_ms(home_path: Path, n: int = 7) -> list[float]:
     """`refresh_vectors` when nothing changed: what every worker run and `diarist sync` pays."""
     from events import EventLog, Home
     from projections import open_store
-    from projections.vectors import refresh_vectors
+    from projections.vector_matrix import refresh_vectors
 
     home = Home(home_path)
     with EventLog(home.events_db) as log, open_store(home, log) as store:

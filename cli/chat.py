@@ -6,16 +6,19 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from events import DiaristError, EventLog
+from events import DiaristError, EventLog, Home
 from events.config import load_config
-from projections import open_store
+from projections import ProjectionStore, open_store
 
 from .context import current_home, friendly_errors, home_option
-from .handoff import AfterReply
+
+if TYPE_CHECKING:  # imported when a chat starts: other commands start faster without them
+    from workers.chat.handoff import AfterReply
+    from workers.chat.session import ChatSession
 
 HELP = """Commands:
   /recall QUERY            what memory holds for QUERY
@@ -31,19 +34,57 @@ HELP = """Commands:
 
 
 def _run_cli(args: list[str]) -> None:
-    """A slash command runs the matching `diarist` command in this process."""
-    from .main import cli
-
-    home = current_home()
+    """A slash command runs the matching `diarist` command in this process (the root
+    command of this invocation: nothing imports ``cli.main``)."""
+    root = click.get_current_context().find_root().command
     try:
-        cli.main(["--home", str(home.root), *args], standalone_mode=False)
+        root.main(["--home", str(current_home().root), *args], standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
     except click.exceptions.Exit:
         pass
 
 
-def _slash(session, line: str) -> bool:  # type: ignore[no-untyped-def]
+def _status(session: ChatSession) -> str:
+    injected = session.injection.injected_tokens if session.injection else 0
+    return (f"backend {session.backend.name}, model {session.backend.model}, context "
+            f"{session.history_tokens()}/{session.window} tokens ({session.context_use():.0%}), "
+            f"memory budget {session.budget}, injected {injected}, "
+            f"compressions {session.compressions}")
+
+
+def _clear(session: ChatSession, args: list[str]) -> None:
+    session.clear()
+    click.echo("History cleared; memory will be injected again on your next message.")
+
+
+def _summarize(session: ChatSession, args: list[str]) -> None:
+    summary = session.compress(force=True)
+    click.echo(f"Compressed: {summary}" if summary else "Nothing to compress yet.")
+
+
+def _memory(session: ChatSession, args: list[str]) -> None:
+    if args and args[0] == "profile":
+        _profile(session, args[1:])
+    elif args and args[0] == "recall":
+        _run_cli(["recall", " ".join(args[1:])])
+    else:
+        _run_cli(["memory", *(args or ["status"])])
+
+
+SLASH: dict[str, Callable[["ChatSession", list[str]], None]] = {
+    "help": lambda _s, _a: click.echo(HELP),
+    "clear": _clear,
+    "summarize": _summarize,
+    "status": lambda s, _a: click.echo(_status(s)),
+    "recall": lambda _s, a: _run_cli(["recall", " ".join(a)]),
+    "remember": lambda _s, a: _run_cli(["remember", " ".join(a)]),
+    "journal": lambda _s, a: _run_cli(["journal", *a]),
+    "memory": _memory,
+}
+
+
+def _slash(session: ChatSession, line: str) -> bool:
     """Handle a slash command; False means the session ends."""
     try:
         parts = shlex.split(line[1:])
@@ -53,48 +94,24 @@ def _slash(session, line: str) -> bool:  # type: ignore[no-untyped-def]
     command, args = (parts[0], parts[1:]) if parts else ("help", [])
     if command in ("exit", "quit"):
         return False
-    if command == "help":
-        click.echo(HELP)
-    elif command == "clear":
-        session.clear()
-        click.echo("History cleared; memory will be injected again on your next message.")
-    elif command == "summarize":
-        summary = session.compress(force=True)
-        click.echo(f"Compressed: {summary}" if summary else "Nothing to compress yet.")
-    elif command == "status":
-        click.echo(f"backend {session.backend.name}, model {session.backend.model}, context "
-                   f"{session.history_tokens()}/{session.window} tokens ({session.context_use():.0%}), "
-                   f"memory budget {session.budget}, injected "
-                   f"{session.injection.injected_tokens if session.injection else 0}, "
-                   f"compressions {session.compressions}")
-    elif command == "recall":
-        _run_cli(["recall", " ".join(args)])
-    elif command == "remember":
-        _run_cli(["remember", " ".join(args)])
-    elif command == "journal":
-        _run_cli(["journal", *args])
-    elif command == "memory" and args and args[0] == "profile":
-        _profile(session, args[1:])
-    elif command == "memory" and args and args[0] == "recall":
-        _run_cli(["recall", " ".join(args[1:])])
-    elif command == "memory":
-        _run_cli(["memory", *(args or ["status"])])
-    else:
+    handler = SLASH.get(command)
+    if handler is None:
         click.echo(f"Unknown command /{command}.\n{HELP}")
+    else:
+        handler(session, args)
     return True
 
 
-def _profile(session, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _profile(session: ChatSession, args: list[str]) -> None:
     """`/memory profile` shows the workspace profile; `/memory profile set KEY VALUE` sets a field."""
     from projections.memories import list_memories
-    from workers.onboarding import record_profile
+    from workers.chat.onboarding import set_profile_field
 
     if args and args[0] == "set":
         if len(args) < 3:
             click.echo("Usage: /memory profile set KEY VALUE")
             return
-        record_profile(session.log, {args[1]: " ".join(args[2:])})
-        session.store.catch_up_all()
+        set_profile_field(session.log, session.store, args[1], " ".join(args[2:]))
         click.echo(f"Profile: {args[1]} set (used from the next injection; /clear to re-inject now).")
         return
     if args:
@@ -109,23 +126,15 @@ def _profile(session, args: list[str]) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"  {memory.content}")
 
 
-def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-def]
-    """Record the project facts of the current directory; on a workspace without a profile,
-    ask the onboarding questions (interactive terminals, or --onboard) — unless they were all
-    skipped once (``OnboardingDeclined``), which only --onboard overrides."""
-    from workers.onboarding import (ONBOARDING_QUESTIONS, needs_onboarding, onboarding_declined,
-                                    record_declined, record_profile, record_project_facts)
+def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> None:
+    """Record the project facts of the current directory; ask the onboarding questions when
+    :func:`workers.chat.onboarding.should_ask` says so."""
+    from workers.chat.onboarding import ONBOARDING_QUESTIONS, detect_here, record_answers, should_ask
 
-    cwd = Path.cwd().resolve()
-    if home.root.resolve().is_relative_to(cwd):  # only the project this workspace lives in
-        warnings: list[str] = []
-        record_project_facts(log, cwd, warnings)
-        for warning in warnings:
-            click.echo(f"(project facts: {warning})", err=True)
-        store.catch_up_all()
-    if not needs_onboarding(store):
-        return
-    if not force and not (sys.stdin.isatty() and not onboarding_declined(log)):
+    for warning in detect_here(home, log, Path.cwd()):
+        click.echo(f"(project facts: {warning})", err=True)
+    store.catch_up_all()
+    if not should_ask(log, store, force=force, interactive=sys.stdin.isatty()):
         return
     click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
     answers: dict[str, str] = {}
@@ -135,11 +144,10 @@ def _onboard(home, log, store, force: bool) -> None:  # type: ignore[no-untyped-
         except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
             click.echo()
             break
-    if record_profile(log, answers):
+    if record_answers(log, answers):
         click.echo("Saved. See or change it with /memory profile.")
         store.catch_up_all()
     else:
-        record_declined(log)
         click.echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
                    "/memory profile set KEY VALUE sets one field).")
 
@@ -195,7 +203,7 @@ class ToolCallFilter:
 
     def reply_end(self, reply: Any = None) -> None:
         """One model call is over: show its held text, or its tool calls as short lines."""
-        from workers.tools import parse_text_tool_calls, structured_call
+        from workers.chat.tools import parse_text_tool_calls, structured_call
 
         held, self._held, self._mode = self._held, "", "undecided"
         calls: list[tuple[str, Any]] = []
@@ -239,8 +247,9 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
 
     After each reply, the projection catch-up (and the shadow journal, when on) goes to a
     running `diarist worker` on this home; with none running, the chat does it itself."""
+    from workers.chat.handoff import AfterReply
+    from workers.chat.session import ChatSession
     from workers.llm import make_backend
-    from workers.session import ChatSession
 
     home = current_home()
     config = load_config(home)
@@ -255,7 +264,8 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
         click.echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
                    f"memory budget {session.budget}. /help for commands.")
         shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
-        after = AfterReply(home, session, store, shadow=shadow)
+        after = AfterReply(home, session, store, shadow=shadow,
+                           echo=lambda text: click.echo(text, err=True))
         try:
             _loop(session, after, line)
         finally:
@@ -286,7 +296,7 @@ class _Line:
         self.open = False
 
 
-def _loop(session, after: AfterReply, line_out: _Line | None = None) -> None:  # type: ignore[no-untyped-def]
+def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None) -> None:
     out = line_out or _Line()
     while True:
         after.report()  # the background shadow journal's news, before the prompt is shown

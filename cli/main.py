@@ -8,8 +8,8 @@ import click
 
 from .chat import chat
 from .context import home_option
-from .log_commands import events, export, import_
-from .logs import setup_logging
+from .event_commands import events, export, import_
+from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
 from .projection_commands import replay, status, sync
@@ -48,7 +48,7 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # the last resort: no traceback reaches a user
         if os.environ.get("DIARIST_DEBUG"):
             raise
         click.echo(f"Error: unexpected {type(exc).__name__}: {exc}\n"

@@ -19,7 +19,7 @@ def serve_model(port: int, n_ctx: int, threads: int) -> None:
     """Serve Qwen2.5-Coder-0.5B-Instruct on 127.0.0.1 until Ctrl-C, for `diarist chat
     --backend openai`. The weights come from pip packages (scripts/setup.sh installs them);
     the first start joins and checks them (sha256) into the home's models/ directory."""
-    from workers.local_model import MODEL_ALIAS, ServerSpec, assemble, serve
+    from workers.models.llama_server import MODEL_ALIAS, ServerSpec, assemble, serve
 
     home = current_home()
     click.echo("checking the model file ...", err=True)

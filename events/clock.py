@@ -10,7 +10,13 @@ import datetime as dt
 from collections.abc import Callable, Iterator
 
 UTC = dt.timezone.utc
-_source: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC)  # noqa: E731
+
+
+def _system_now() -> dt.datetime:
+    return dt.datetime.now(UTC)
+
+
+_source: Callable[[], dt.datetime] = _system_now
 
 
 def now() -> dt.datetime:
@@ -55,3 +61,18 @@ def to_display(moment: dt.datetime) -> str:
 
 def now_iso() -> str:
     return to_iso(now())
+
+
+def parse_day(value: str) -> str:
+    """A UTC day as ``YYYY-MM-DD`` from ``YYYY-MM-DD``, ``today`` or ``yesterday`` (any case);
+    ValueError saying what is accepted otherwise."""
+    word = value.strip().lower()
+    today = now().date()
+    if word == "today":
+        return today.isoformat()
+    if word == "yesterday":
+        return (today - dt.timedelta(days=1)).isoformat()
+    try:
+        return dt.date.fromisoformat(value.strip()).isoformat()
+    except ValueError:
+        raise ValueError(f"not a date: {value!r} (use YYYY-MM-DD, today or yesterday)") from None

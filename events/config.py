@@ -30,7 +30,6 @@ llm:
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -38,8 +37,10 @@ import yaml
 
 from .errors import ConfigError
 from .home import Home
+from .settings import setting
 
 REDIS_ENV = "DIARIST_REDIS_URL"
+
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Config:
 
     @property
     def redis_url(self) -> str | None:
-        return os.environ.get(REDIS_ENV) or self.queue.redis_url
+        return setting(None, REDIS_ENV, self.queue.redis_url)
 
 
 def _fraction(low: float, high: float, *, low_open: bool = True):  # type: ignore[no-untyped-def]

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .settings import setting
+
 HOME_ENV = "DIARIST_HOME"
 
 
@@ -18,7 +20,7 @@ class Home:
     @classmethod
     def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> "Home":
         """``--home`` first, then ``$DIARIST_HOME``, then ``./var``."""
-        chosen = explicit or os.environ.get(HOME_ENV) or Path.cwd() / "var"
+        chosen = setting(explicit, HOME_ENV, None, Path.cwd() / "var")
         return cls(Path(chosen).expanduser().resolve())
 
     def ensure(self) -> "Home":

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import clock
+from .db import write_transaction
 from .errors import ConcurrencyError, NotFound
 from .ids import new_ulid
 from .migrations import Migrations
@@ -218,18 +219,13 @@ class EventLog:
             return Appended()
         recorded_at = clock.now_iso()
         out = Appended()
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.db):
             versions: dict[str, int] = {}
             seen_keys: dict[str, RecordedEvent] = {}
             for new in batch:
                 event, created = self._append_one(new, recorded_at, versions, seen_keys)
                 out.append(event)
                 out.new += created
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return out
 
     def _append_one(self, new: NewEvent, recorded_at: str, versions: dict[str, int],

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 
 from . import clock
+from .db import write_transaction
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -44,8 +45,7 @@ class Migrations:
         for name, fn in self._steps:
             if name not in self.pending(db):
                 continue
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(db):
                 already = db.execute(
                     "SELECT 1 FROM _migrations WHERE migration_set = ? AND name = ?",
                     (self.name, name),
@@ -57,10 +57,6 @@ class Migrations:
                         (self.name, name, clock.now_iso()),
                     )
                     applied.append(name)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         return applied
 
     @staticmethod

@@ -17,6 +17,7 @@ from typing import IO, Any
 from . import clock
 from .errors import ImportFailed
 from .ids import new_ulid
+from .jsonl import decode_lines
 from .log import EventLog, NewEvent
 from .types import AssistantTurn, SessionEnded, SessionStarted, UserTurn
 
@@ -81,13 +82,10 @@ def parse(stream: IO[str], name: str) -> list[Turn]:
     turns: list[Turn] = []
     errors: list[str] = []
     refs: dict[str, int] = {}
-    for number, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+    for line in decode_lines(stream):
+        number, obj = line.number, line.value
+        if line.error:
+            errors.append(f"{name}:{number}: {line.error}")
             continue
         problem = _line_error(name, obj)
         if problem is None and obj["ref"] in refs:

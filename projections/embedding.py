@@ -21,11 +21,12 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from events import DiaristError, Home
+
+from .vector_cache import ActiveModel, active_model
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -207,26 +208,6 @@ def _mean_pool_normalise(hidden: "np.ndarray", mask: "np.ndarray") -> "np.ndarra
 # --- the active model of a home ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ActiveModel:
-    """The model the last ``EmbeddingModelChosen`` projected into the vectors projection.
-
-    ``key`` names its vectors in the cache: the model id and the first 16 hex digits of the
-    checksum, so vectors of two different files of one model id never mix."""
-
-    model: str
-    dimension: int
-    checksum: str
-
-    @property
-    def key(self) -> str:
-        return model_key(self.model, self.checksum)
-
-
-def model_key(model: str, checksum: str) -> str:
-    return f"{model}@{checksum[:16]}"
-
-
 _EMBEDDERS: dict[tuple[str, str, int | None], OnnxEmbedder] = {}
 
 
@@ -263,8 +244,6 @@ def active_embedder(home: Home, store_or_db: "ProjectionStore | sqlite3.Connecti
                     threads: int | None = None) -> OnnxEmbedder | None:
     """The embedder of the model the vectors projection has active, or None when no model has
     been chosen yet or its files are unusable (then recall is lexical only)."""
-    from .vectors import active_model
-
     active = active_model(store_or_db)
     if active is None:
         return None

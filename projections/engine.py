@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from events import EventLog, Home, RecordedEvent
+from events.db import write_transaction
 from events.errors import NotFound
 from events.log import connect
 
@@ -214,8 +215,7 @@ class ProjectionStore:
         self.materialize(projector)  # files a crashed run left dirty
         moved = 0
         while True:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(self.db):
                 position = self._prepare(projector)
                 events = self.log.read(position, batch_size, upto=upto)
                 for event in events:
@@ -226,10 +226,6 @@ class ProjectionStore:
                         "UPDATE projection_state SET position = ? WHERE name = ?",
                         (events[-1].seq, projector.name),
                     )
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
             self.materialize(projector)
             if not events:
                 return moved
@@ -245,13 +241,8 @@ class ProjectionStore:
     def reset(self, name: str) -> None:
         """Drop a projection's output and set its position to 0, in one transaction."""
         projector = self.projector(name)
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.db):
             self._drop(projector)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         self.materialize(projector)
 
     def rebuild(self, name: str, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,

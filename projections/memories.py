@@ -192,3 +192,13 @@ def memory_states(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple
     rows = db.execute(f"SELECT id, status, confidence FROM memories WHERE id IN"
                       f" ({','.join('?' * len(ids))})", list(ids)).fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def memory_counts(db: sqlite3.Connection) -> list[tuple[str, str, int]]:
+    """(type, status, count) of every memory, sorted; empty before the projection exists."""
+    try:
+        rows = db.execute("SELECT type, status, COUNT(*) FROM memories GROUP BY 1, 2"
+                          " ORDER BY 1, 2").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [(r[0], r[1], r[2]) for r in rows]

@@ -32,14 +32,14 @@ class SemanticSearch:
 
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest items as (item key, cosine), best first."""
-        from .vectors import vector_search
+        from .vector_search import vector_search
 
         vector = self._vector(query)
         return [] if vector is None else vector_search(self.store, self.home, vector, k)
 
     def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]:
         """Exact cosines of the given items (those not embedded yet are absent)."""
-        from .vectors import vector_search
+        from .vector_search import vector_search
 
         wanted = sorted(set(keys))
         vector = self._vector(query)
@@ -50,6 +50,6 @@ class SemanticSearch:
 
 def semantic_searcher(home: Home, store: "ProjectionStore") -> SemanticSearch | None:
     """None when no embedding model is active (recall is then lexical only)."""
-    from .vectors import active_model
+    from .vector_cache import active_model
 
     return SemanticSearch(home, store) if active_model(store) is not None else None

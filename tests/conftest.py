@@ -121,7 +121,7 @@ def exported_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """all-MiniLM-L6-v2 exported once per test session (fp32, int8, tokenizer.json): the
     folder that `var/models/all-MiniLM-L6-v2` of a home would be."""
     from projections.embedding import BASE_MODEL, model_checksum
-    from workers.models import export_model
+    from workers.models.embedding import export_model
 
     target = tmp_path_factory.mktemp("models") / BASE_MODEL
     export_model(target)

@@ -14,7 +14,7 @@ from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.types import ProfileSet, Remembered
 from projections import open_store
 from workers.llm import ContextLengthExceeded, ScriptedBackend
-from workers.session import COMPRESSED_PREFIX, ChatSession
+from workers.chat.session import COMPRESSED_PREFIX, ChatSession
 
 from .conftest import rules
 

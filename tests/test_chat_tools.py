@@ -14,7 +14,7 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig, load_config
 from events.types import Remembered
 from workers.llm import ChatReply, ChatStats, ScriptedBackend
-from workers.session import ChatSession
+from workers.chat.session import ChatSession
 
 from .conftest import rules
 

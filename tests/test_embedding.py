@@ -14,8 +14,8 @@ import pytest
 from events import EventLog, Home
 from projections.embedding import (BASE_MODEL, DIMENSION, ActiveModel, ModelUnavailable,
                                    OnnxEmbedder, load_embedder, model_checksum, model_files)
-from workers import models
-from workers.models import ensure_model
+from workers.models import embedding as models
+from workers.models.embedding import ensure_model
 
 from .conftest import subprocess_env
 
@@ -102,8 +102,9 @@ def test_the_hot_path_imports_no_torch(model_home: Home, tmp_path: Path) -> None
         "from events.types import UserTurn\n"
         "from projections import open_store\n"
         "from projections.embedding import active_embedder\n"
-        "from projections.vectors import embed_pending, vector_search\n"
-        "from workers.models import ensure_model\n"
+        "from projections.vector_embed import embed_pending\n"
+        "from projections.vector_search import vector_search\n"
+        "from workers.models.embedding import ensure_model\n"
         f"home = Home(Path({str(model_home.root)!r}))\n"
         "log = EventLog(home.events_db)\n"
         "log.append(UserTurn(session='s', text='we adopted a puppy'), stream='s')\n"

@@ -15,9 +15,9 @@ from events.config import Config, MemoryConfig
 from events.types import Remembered
 from projections import open_store
 from projections.journal import entries_for
-from workers.extract import EXTRACT_PROMPT, clean_facts, parse_facts, shadow_journal
+from workers.chat.shadow_journal import EXTRACT_PROMPT, clean_facts, parse_facts, shadow_journal
 from workers.llm import ScriptedBackend
-from workers.session import SYSTEM_PROMPT, ChatSession
+from workers.chat.session import SYSTEM_PROMPT, ChatSession
 
 
 class Recording(ScriptedBackend):

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.handoff import AfterReply
+from workers.chat.handoff import AfterReply
 from cli.main import cli
 from events import EventLog, Home
 from events.config import Config
 from projections import open_store
-from workers import configure, huey
-from workers.extract import EXTRACT_PROMPT
+from workers.app import configure, huey
+from workers.chat.shadow_journal import EXTRACT_PROMPT
 from workers.llm import ScriptedBackend
 from workers.presence import hold_worker_lock, worker_present
-from workers.session import ChatSession
+from workers.chat.session import ChatSession
 from workers.tasks import SHADOW_JOURNAL_TASK
 
 from .conftest import diarist_cmd, stop_process, subprocess_env

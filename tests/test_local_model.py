@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from events import Home
-from workers import local_model
-from workers.local_model import LocalModelError, assemble, chunk_paths
+from workers.models import llama_server as local_model
+from workers.models.llama_server import LocalModelError, assemble, chunk_paths
 
 
 def fake_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes]) -> bytes:

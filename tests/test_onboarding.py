@@ -13,7 +13,7 @@ from events import EventLog, Home
 from projections import open_store
 from projections.memories import list_memories
 from projections.recall import recall
-from workers.onboarding import (clean_remote, detect_project_facts, needs_onboarding,
+from workers.chat.onboarding import (clean_remote, detect_project_facts, needs_onboarding,
                                 onboarding_declined, record_declined, record_profile,
                                 record_project_facts)
 

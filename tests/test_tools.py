@@ -15,8 +15,8 @@ from events.types import Remembered
 from projections import open_store
 from projections.journal import render_day
 from workers.llm import ChatReply, ChatStats, ScriptedBackend
-from workers.session import ANSWER_NOW, ChatSession
-from workers.tools import (REPEATED_CALL, TOOL_NAMES, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS,
+from workers.chat.session import ANSWER_NOW, ChatSession
+from workers.chat.tools import (REPEATED_CALL, TOOL_NAMES, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS,
                            TOOLS_DONE, parse_text_tool_calls, run_tool)
 
 from .conftest import rules
@@ -205,7 +205,7 @@ class Calls(ScriptedBackend):
 
     def __init__(self, make, structured: bool = False) -> None:  # type: ignore[no-untyped-def]
         super().__init__(None)
-        self.name = "openai" if structured else "scripted"  # structured: native tools offered
+        self.native_tools = structured  # structured: native tools offered
         self.make, self.structured = make, structured
         self.requests: list[tuple[list[dict], dict]] = []
 
@@ -316,7 +316,7 @@ def test_tools_can_be_switched_off(home: Home, stores, tmp_path: Path) -> None: 
 
 @pytest.mark.parametrize("name", ["ollama", "openai"])
 def test_http_backends_send_tools_only_when_given(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.llm import _HTTPBackend, make_backend
+    from workers.llm import HTTPBackend, make_backend
 
     bodies: list[dict] = []
 
@@ -324,7 +324,7 @@ def test_http_backends_send_tools_only_when_given(name: str, monkeypatch: pytest
         bodies.append(body)
         return ChatReply("ok", ChatStats(None, None, 0, None))
 
-    monkeypatch.setattr(_HTTPBackend, "_stream", fake_stream)
+    monkeypatch.setattr(HTTPBackend, "stream", fake_stream)
     backend = make_backend(name, model="m", base_url="http://127.0.0.1:9")
     backend.chat([{"role": "user", "content": "hi"}])
     backend.chat([{"role": "user", "content": "hi"}], tools=TOOL_SPECS)
@@ -332,7 +332,7 @@ def test_http_backends_send_tools_only_when_given(name: str, monkeypatch: pytest
 
 
 def test_a_server_refusing_tools_falls_back_to_text_calls(home: Home, stores, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from workers.llm import BackendError, OllamaBackend, _HTTPBackend, make_backend
+    from workers.llm import BackendError, OllamaBackend, HTTPBackend, make_backend
 
     log, store = stores
     seen: list[bool] = []
@@ -343,7 +343,7 @@ def test_a_server_refusing_tools_falls_back_to_text_calls(home: Home, stores, mo
             raise BackendError("HTTP 400: registry.ollama.ai/library/tiny does not support tools")
         return ChatReply("plain", ChatStats(None, None, 0, None))
 
-    monkeypatch.setattr(_HTTPBackend, "_stream", fake_stream)
+    monkeypatch.setattr(HTTPBackend, "stream", fake_stream)
     monkeypatch.setattr(OllamaBackend, "context_window", lambda self, model=None: 2048)
     backend = make_backend("ollama", model="tiny", base_url="http://127.0.0.1:9")
     session = ChatSession(home, log, store, backend, Config())

@@ -13,13 +13,16 @@ from click.testing import CliRunner
 
 from events import EventLog, Home, RecordedEvent
 from events.types import EmbeddingModelChosen, LongTermRewritten, MemoryForgotten, UserTurn
-from projections import vectors
+from projections import vector_cache, vector_matrix
 from projections.engine import ProjectionStore
 from projections.items import content_hash
 from projections.search import SearchProjector
-from projections.vectors import (VectorsProjector, active_model, embed_pending, pending_count,
-                                 refresh_vectors, vector_search, vectors_dir)
-from workers import models
+from projections.vector_cache import active_model, pending_count
+from projections.vector_embed import embed_pending
+from projections.vector_matrix import refresh_vectors, vectors_dir
+from projections.vector_search import vector_search
+from projections.vectors import VectorsProjector
+from workers.models import embedding as models
 
 from .conftest import make_turns, write_transcript
 
@@ -96,8 +99,8 @@ def file_columns(home: Home) -> np.ndarray:
     """Every column of the current matrix file, as rows (one per slot, zeros included)."""
     files = list(vectors_dir(home).glob("*.f32"))
     assert len(files) == 1, files
-    raw = np.fromfile(files[0], dtype=np.float32, offset=vectors.HEADER)
-    blocks = raw.reshape(-1, 384, vectors.BLOCK)
+    raw = np.fromfile(files[0], dtype=np.float32, offset=vector_matrix.HEADER)
+    blocks = raw.reshape(-1, 384, vector_matrix.BLOCK)
     return blocks.transpose(0, 2, 1).reshape(-1, 384)
 
 
@@ -171,7 +174,7 @@ def test_embed_pending_in_batches_then_search_finds_the_nearest(store: Projectio
 
 def test_the_matrix_agrees_with_brute_force(store: ProjectionStore, log: EventLog, home: Home,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vectors, "BLOCK", 16)  # several blocks, a partial last one
+    monkeypatch.setattr(vector_matrix, "BLOCK", 16)  # several blocks, a partial last one
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
     for i in range(70):
         say(log, f"{words[i % 8]} {words[i * 3 % 8]} {words[i * 5 % 8]} note {i}")
@@ -181,8 +184,8 @@ def test_the_matrix_agrees_with_brute_force(store: ProjectionStore, log: EventLo
     for query in ["alpha beta", "theta note 7", "zeta", "nothing shared"]:
         q = word_vector(query)
         assert same(vector_search(store, home, q, 10), exact(store, q, 10))
-    state = vectors._matrix_state(store.db)
-    assert state.count == 70 and state.generation == vectors.generation(store.db)
+    state = vector_matrix.matrix_state(store.db)
+    assert state.count == 70 and state.generation == vector_cache.generation(store.db)
 
 
 def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog, home: Home) -> None:
@@ -203,7 +206,7 @@ def test_without_the_file_search_falls_back_to_the_cache(store: ProjectionStore,
     embed_pending(store, fake(store))
     for path in vectors_dir(home).glob("*.f32"):
         path.unlink()
-    vectors._MATRICES.clear()
+    vector_matrix._MATRICES.clear()
     hits = vector_search(store, home, word_vector("mother dinner"), 1)
     assert hits[0][0] == key(events[2])
     refresh_vectors(store)  # rewrites the missing file
@@ -218,8 +221,8 @@ def test_a_damaged_file_is_rewritten(store: ProjectionStore, log: EventLog, home
     embed_pending(store, fake(store))
     (path,) = vectors_dir(home).glob("*.f32")
     with open(path, "r+b") as handle:
-        handle.truncate(vectors.HEADER + 100)  # cut short: fewer columns than recorded
-    vectors._MATRICES.clear()
+        handle.truncate(vector_matrix.HEADER + 100)  # cut short: fewer columns than recorded
+    vector_matrix._MATRICES.clear()
     assert vector_search(store, home, word_vector("mother"), 1)[0][0] == key(events[2])
     refresh_vectors(store)
     (fresh,) = vectors_dir(home).glob("*.f32")
@@ -238,7 +241,7 @@ def test_items_added_after_the_last_refresh_are_still_found(store: ProjectionSto
     hits = vector_search(store, home, word_vector("puppy"), 5)
     assert {h[0] for h in hits} == {key(first), key(again)}
     assert refresh_vectors(store) == 1
-    assert vectors._matrix_state(store.db).count == 2
+    assert vector_matrix.matrix_state(store.db).count == 2
 
 
 # --- replay -----------------------------------------------------------------------------------
@@ -338,15 +341,15 @@ def test_a_text_forgotten_while_it_was_being_embedded_is_not_stored(store: Proje
 
     assert embed_pending(store, ForgetsMidway(active_model(store).key)) == 2
     assert cached_hashes(store) == {content_hash("user: the weather is nice")}
-    assert vectors._matrix_state(store.db).count == 1
+    assert vector_matrix.matrix_state(store.db).count == 1
     del kept
 
 
 def test_compaction_rewrites_a_file_full_of_dead_columns(store: ProjectionStore, log: EventLog,
                                                          home: Home,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vectors, "BLOCK", 8)
-    monkeypatch.setattr(vectors, "MIN_DEAD_TO_COMPACT", 2)
+    monkeypatch.setattr(vector_matrix, "BLOCK", 8)
+    monkeypatch.setattr(vector_matrix, "MIN_DEAD_TO_COMPACT", 2)
     events = [say(log, f"note number {i} about topic {i % 5}") for i in range(30)]
     choose(log)
     store.catch_up_all()
@@ -357,7 +360,7 @@ def test_compaction_rewrites_a_file_full_of_dead_columns(store: ProjectionStore,
     refresh_vectors(store)
     new = {p.name for p in vectors_dir(home).glob("*.f32")}
     assert len(new) == 1 and new != old  # rewritten under a new name, the old one deleted
-    state = vectors._matrix_state(store.db)
+    state = vector_matrix.matrix_state(store.db)
     assert (state.count, state.dead) == (18, 0)
     q = word_vector("note topic 3")
     assert same(vector_search(store, home, q, 5), exact(store, q, 5))
@@ -420,7 +423,8 @@ def test_sync_exports_nothing_twice_and_embeds_new_turns(model_home: Home, tmp_p
 def test_the_worker_task_embeds_after_the_projections(model_home: Home, log: EventLog) -> None:
     from projections import open_store
     from projections.embedding import active_embedder
-    from workers import configure, enqueue_catch_up
+    from workers.app import configure
+    from workers.tasks import enqueue_catch_up
     from workers.tasks import EMBED_TASK
 
     models.ensure_model(model_home, log)

@@ -15,7 +15,8 @@ from huey.storage import RedisStorage, SqliteStorage
 from events import EventLog, Home
 from events.types import UserTurn
 from projections import open_store
-from workers import PROJECTION_TASKS, configure, enqueue_catch_up, huey
+from workers.app import configure, huey
+from workers.tasks import PROJECTION_TASKS, enqueue_catch_up
 from workers.tasks import EMBED_TASK
 
 from .conftest import (diarist_cmd, free_port, make_turns, stop_process, subprocess_env,

@@ -1,5 +1,10 @@
-"""The worker side: the Huey app and its tasks (thin wrappers over projections)."""
-from .app import configure, huey
-from .tasks import PROJECTION_TASKS, enqueue_catch_up
+"""The application layer: what diarist does, built on the projections and the log.
 
-__all__ = ["PROJECTION_TASKS", "configure", "enqueue_catch_up", "huey"]
+One subpackage per capability — ``chat`` (the session, memory tools, onboarding, the shadow
+journal, the hand-off to a worker), ``llm`` (the model backends), ``models`` (provisioning
+the embedding model and the local llama.cpp server), ``memory`` (remember, recall, forget,
+journal, counts), ``sync`` (catch-up, replay and verification, status) — plus the Huey side:
+``app`` (the queue), ``tasks`` (thin task wrappers over the above), ``dispatch`` (enqueueing)
+and ``presence`` (is a worker running?). ``cli`` calls into here; nothing here imports
+``cli``. Importing this package imports nothing else.
+"""

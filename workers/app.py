@@ -49,3 +49,4 @@ def bound_home() -> Home:
         home = Home.resolve()
         configure(home)
     return home
+

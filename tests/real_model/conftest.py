@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def _installed() -> str | None:
     """Why the tier cannot run here, or None."""
-    from workers.local_model import LocalModelError, chunk_paths
+    from workers.models.llama_server import LocalModelError, chunk_paths
 
     try:
         import xllamacpp  # noqa: F401

@@ -18,9 +18,9 @@ from events import EventLog, Home
 from events.types import AssistantTurn, UserTurn
 from projections import open_store
 from projections.journal import entries_for
-from workers.extract import parse_facts, shadow_journal
+from workers.chat.shadow_journal import parse_facts, shadow_journal
 from workers.llm import make_backend
-from workers.local_model import MODEL_ALIAS
+from workers.models.llama_server import MODEL_ALIAS
 
 from ..conftest import diarist_cmd, subprocess_env
 from ..terminal import Terminal
@@ -158,7 +158,9 @@ def test_ctrl_c_stops_a_real_stream_and_the_chat_goes_on(llm_server: str, home: 
                                                          tmp_path: Path) -> None:
     """^C on the terminal while the model writes a long answer: the reply stops, is recorded
     as interrupted, and the next message gets an answer (llama.cpp dropped the request when
-    the connection closed; its one slot is free again)."""
+    the connection closed; its one slot is free again). Temperature 0: sampled freely, the
+    0.5B model sometimes refused the story in one line, which ended before the ^C."""
+    home.config_file.write_text("llm:\n  temperature: 0\n", encoding="utf-8")
     term = Terminal([*diarist_cmd(), "chat", "--backend", "openai", "--base-url", llm_server,
                      "--no-tools"], subprocess_env(home), tmp_path)
     try:

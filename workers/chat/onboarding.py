@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from events import EventLog, NewEvent, RecordedEvent
+from events import EventLog, Home, NewEvent, RecordedEvent, streams
 from events.types import OnboardingDeclined, ProfileSet, ProjectFactsDetected
 from projections.memories import list_memories
 from projections.secrets import scrub
 
-PROFILE_STREAM = "profile"
 MAX_LIST = 10  # dependencies, scripts, requires: the first ten, then "… (+N more)"
 ONBOARDING_QUESTIONS = [
     ("name", "What should I call you?"),
@@ -217,7 +216,7 @@ def record_project_facts(log: EventLog, root: Path,
         return None
     digest = hashlib.sha256(_canonical({"after": previous.id if previous else None,
                                         "facts": facts}).encode("utf-8")).hexdigest()
-    appended = log.append_many([NewEvent(stream=PROFILE_STREAM, data=ProjectFactsDetected(facts=facts),
+    appended = log.append_many([NewEvent(stream=streams.PROFILE, data=ProjectFactsDetected(facts=facts),
                                          idempotency_key=f"project-facts:{digest}")])
     return appended[0] if appended.new else None
 
@@ -233,13 +232,13 @@ def needs_onboarding(store: Any) -> bool:
 
 def onboarding_declined(log: EventLog) -> bool:
     """True once the user has skipped every onboarding question (``OnboardingDeclined``)."""
-    return bool(log.read(types=["OnboardingDeclined"], stream=PROFILE_STREAM, limit=1))
+    return bool(log.read(types=["OnboardingDeclined"], stream=streams.PROFILE, limit=1))
 
 
 def record_declined(log: EventLog) -> RecordedEvent:
     """Append ``OnboardingDeclined``: the questions are not asked again without --onboard."""
     return log.append(OnboardingDeclined(questions=[key for key, _q in ONBOARDING_QUESTIONS]),
-                      stream=PROFILE_STREAM)
+                      stream=streams.PROFILE)
 
 
 def record_profile(log: EventLog, answers: dict[str, Any]) -> RecordedEvent | None:
@@ -248,4 +247,40 @@ def record_profile(log: EventLog, answers: dict[str, Any]) -> RecordedEvent | No
               if str(k).strip() and v is not None and str(v).strip()}
     if not fields:
         return None
-    return log.append(ProfileSet(fields=fields), stream=PROFILE_STREAM)
+    return log.append(ProfileSet(fields=fields), stream=streams.PROFILE)
+
+
+# --- at the start of a chat ---------------------------------------------------------------------
+
+
+def detect_here(home: Home, log: EventLog, cwd: Path) -> list[str]:
+    """Record the project facts of ``cwd`` when the home lies in it (a shared home elsewhere
+    would mix projects: see docs/architecture.md); returns warnings about files it could not
+    read."""
+    warnings: list[str] = []
+    if home.root.resolve().is_relative_to(cwd.resolve()):
+        record_project_facts(log, cwd.resolve(), warnings)
+    return warnings
+
+
+def should_ask(log: EventLog, store: Any, *, force: bool, interactive: bool) -> bool:
+    """Ask the onboarding questions? Only on a workspace without a profile, and then with
+    ``--onboard`` (``force``), or in a terminal unless they were all skipped once."""
+    if not needs_onboarding(store):
+        return False
+    return force or (interactive and not onboarding_declined(log))
+
+
+def record_answers(log: EventLog, answers: dict[str, str]) -> bool:
+    """Record the answers as the profile (True), or, when all were skipped, that onboarding
+    was declined (False)."""
+    if record_profile(log, answers):
+        return True
+    record_declined(log)
+    return False
+
+
+def set_profile_field(log: EventLog, store: Any, key: str, value: str) -> None:
+    """``/memory profile set KEY VALUE``: one profile field, projected at once."""
+    record_profile(log, {key: value})
+    store.catch_up_all()

@@ -9,19 +9,17 @@ returns a string — bad arguments give an ``error: ...`` result, never an excep
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from typing import Any
 
-from events import EventLog, Home, clock
+from events import EventLog, Home, clock, streams
 from events.types import Remembered
 from projections import ProjectionStore
 from projections.journal import render_day
 from projections.recall import recall
 from projections.semantic import semantic_searcher
 
-MEMORY_STREAM = "memory"
 SEARCH_BUDGET = 400       # tokens of recall a search may return
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
@@ -159,15 +157,10 @@ def _limit_arg(args: dict[str, Any]) -> int:
 
 
 def _day(value: str) -> str:
-    today = clock.now().date()
-    if value.lower() == "today":
-        return today.isoformat()
-    if value.lower() == "yesterday":
-        return (today - dt.timedelta(days=1)).isoformat()
     try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        raise _BadArguments(f"not a date: {value!r} (use YYYY-MM-DD, today or yesterday)") from None
+        return clock.parse_day(value)
+    except ValueError as e:
+        raise _BadArguments(str(e)) from None
 
 
 def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: ProjectionStore,
@@ -190,7 +183,7 @@ def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: Pro
             if len(content) > MAX_REMEMBER_CHARS:
                 raise _BadArguments(f"'content' is longer than {MAX_REMEMBER_CHARS} characters")
             log.append(Remembered(text=content, type="user_preference", source="agent",
-                                  session=session_id), stream=MEMORY_STREAM)
+                                  session=session_id), stream=streams.MEMORY)
             store.catch_up_all()
             return "remembered"
         if name == "memory_search":

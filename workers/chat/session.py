@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from events import EventLog, Home
 from events.config import Config
@@ -24,7 +25,7 @@ from projections.inject import Injection, budget_for, build_injection
 from projections.semantic import semantic_searcher
 from projections.tokens import estimate
 
-from .llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
+from ..llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
                   ModelNotFound)
 from .tools import (REPEATED_CALL, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS, TOOLS_DONE,
                     call_key, parse_text_tool_calls, run_tool, structured_call)
@@ -70,7 +71,7 @@ class ChatSession:
         self._inject_next = config.memory.inject_on_start
         self.tools = tools
         # native tool calling: offered to HTTP backends until the server refuses it
-        self._native_tools = tools and backend.name != "scripted"
+        self._native_tools = tools and backend.native_tools
 
     # --- events -----------------------------------------------------------------------------
 
@@ -184,74 +185,77 @@ class ChatSession:
         """Run the tools the model asked for, structured (``reply.tool_calls``) or printed as
         text, and ask again — at most ``MAX_TOOL_ROUNDS`` times. Each call is a
         ``ToolCalled``. The model is asked again with the exchange in its own protocol
-        (assistant ``tool_calls`` + ``tool`` messages, or for text calls the assistant text +
-        a user message ``[tool result NAME]: ...``); the history keeps every exchange as that
-        plain text, so it stays valid for every server and survives compression. Returns the
-        final reply."""
-        wire: list[dict] = []          # this turn's tool exchange, as sent to the model
-        copies: list[_Message] = []    # the same, as plain text, for the history
-        seen: set[str] = set()         # calls already run this turn
+        (assistant ``tool_calls`` + the backend's tool-result messages, or for text calls the
+        assistant text + a user message ``[tool result NAME]: ...``); the history keeps every
+        exchange as that plain text, so it stays valid for every server and survives
+        compression. Returns the final reply."""
+        rounds = _ToolRounds()
         try:
             for round_ in range(1, MAX_TOOL_ROUNDS + 1):
                 if reply.interrupted:
                     break
-                structured = [structured_call(c) for c in reply.tool_calls]
-                calls = structured or [(None, c["name"], c["arguments"])
-                                       for c in parse_text_tool_calls(reply.text)]
+                structured, calls = _calls_in(reply)
                 if not calls:
                     break
-                calls = calls[:MAX_CALLS_PER_ROUND]
-                repeats = 0
-                if structured:
-                    wire.append({"role": "assistant", "content": reply.text,
-                                 "tool_calls": reply.tool_calls[:MAX_CALLS_PER_ROUND]})
-                else:
-                    wire.append({"role": "assistant", "content": reply.text})
-                shown = reply.text.strip()
-                for call_id, name, arguments in calls:
-                    key = call_key(name, arguments)
-                    if key in seen:  # small models loop on one call: not run again
-                        repeats += 1
-                        result = REPEATED_CALL
-                    else:
-                        seen.add(key)
-                        result = run_tool(name, arguments, home=self.home, log=self.log,
-                                          store=self.store, session_id=self.id)
-                    args = arguments if isinstance(arguments, dict) else {"_raw": str(arguments)}
-                    event_id = self._append(ToolCalled(session=self.id, name=name,
-                                                       arguments=args, result=result))
-                    call_text = f"[tool call {name} {json.dumps(args, ensure_ascii=False)}]"
-                    result_text = f"[tool result {name}]: {result}"
-                    copies.append(_Message("assistant", shown or call_text, [event_id]))
-                    copies.append(_Message("user", result_text, [event_id]))
-                    shown = ""
-                    if not structured:
-                        wire.append({"role": "user", "content": result_text})
-                    elif self.backend.name == "ollama":
-                        wire.append({"role": "tool", "content": result, "tool_name": name})
-                    else:
-                        wire.append({"role": "tool", "content": result,
-                                     "tool_call_id": call_id or ""})
+                repeats = self._run_round(reply, structured, calls, rounds)
                 # the last allowed round, or a round of nothing but repeats: the next answer
                 # must be the reply — native tools are switched off for it (tool_choice
                 # none) and a text-calling model is told so
                 final = round_ == MAX_TOOL_ROUNDS or repeats == len(calls)
                 if final and not structured:
-                    wire[-1] = {"role": "user", "content": f"{wire[-1]['content']}\n{TOOLS_DONE}"}
-                reply = self._chat(wire, on_token, on_reply_end, final=final)
+                    last = rounds.wire[-1]
+                    rounds.wire[-1] = {"role": "user", "content": f"{last['content']}\n{TOOLS_DONE}"}
+                reply = self._chat(rounds.wire, on_token, on_reply_end, final=final)
                 if final:
                     break
-            if copies and not reply.interrupted and (
-                    reply.tool_calls or parse_text_tool_calls(reply.text)):
-                # Told to answer, the model asked for a tool again (a 0.5B model does): ask
-                # once more with no tools in sight — only the results, as one plain message
-                # (shown its own calls, a small model copies them once more).
-                results = "\n".join(m.content for m in copies if m.role == "user")
-                reply = self._chat([{"role": "user", "content": f"{results}\n{ANSWER_NOW}"}],
-                                   on_token, on_reply_end, plain=True)
+            if rounds.copies and not reply.interrupted and _calls_in(reply)[1]:
+                reply = self._answer_plainly(rounds, on_token, on_reply_end)
         finally:
-            self.history.extend(copies)
+            self.history.extend(rounds.copies)
         return reply
+
+    def _run_round(self, reply: ChatReply, structured: bool,
+                   calls: list[tuple[str | None, str, Any]], rounds: _ToolRounds) -> int:
+        """Run one round's calls (a repeat of an earlier call is not run again), record each
+        as ``ToolCalled`` and add the exchange to ``rounds``; returns how many were repeats."""
+        if structured:
+            rounds.wire.append({"role": "assistant", "content": reply.text,
+                                "tool_calls": reply.tool_calls[:MAX_CALLS_PER_ROUND]})
+        else:
+            rounds.wire.append({"role": "assistant", "content": reply.text})
+        shown = reply.text.strip()
+        repeats = 0
+        for call_id, name, arguments in calls:
+            key = call_key(name, arguments)
+            if key in rounds.seen:  # small models loop on one call: not run again
+                repeats += 1
+                result = REPEATED_CALL
+            else:
+                rounds.seen.add(key)
+                result = run_tool(name, arguments, home=self.home, log=self.log,
+                                  store=self.store, session_id=self.id)
+            args = arguments if isinstance(arguments, dict) else {"_raw": str(arguments)}
+            event_id = self._append(ToolCalled(session=self.id, name=name, arguments=args,
+                                               result=result))
+            call_text = f"[tool call {name} {json.dumps(args, ensure_ascii=False)}]"
+            result_text = f"[tool result {name}]: {result}"
+            rounds.copies.append(_Message("assistant", shown or call_text, [event_id]))
+            rounds.copies.append(_Message("user", result_text, [event_id]))
+            shown = ""
+            if structured:
+                rounds.wire.append(self.backend.tool_result_message(name, call_id, result))
+            else:
+                rounds.wire.append({"role": "user", "content": result_text})
+        return repeats
+
+    def _answer_plainly(self, rounds: _ToolRounds, on_token: Callable[[str], None] | None,
+                        on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:
+        """Told to answer, the model asked for a tool again (a 0.5B model does): ask once
+        more with no tools in sight — only the results, as one plain message (shown its own
+        calls, a small model copies them once more)."""
+        results = "\n".join(m.content for m in rounds.copies if m.role == "user")
+        return self._chat([{"role": "user", "content": f"{results}\n{ANSWER_NOW}"}],
+                          on_token, on_reply_end, plain=True)
 
     def compress(self, force: bool = False) -> str | None:
         """Summarise all but the last ``keep_turns`` messages in a separate call and replace
@@ -273,3 +277,22 @@ class ChatSession:
             self.history[len(old):]
         self.compressions += 1
         return summary
+
+
+@dataclass
+class _ToolRounds:
+    """One turn's tool exchange so far."""
+
+    wire: list[dict] = field(default_factory=list)        # as sent to the model
+    copies: list[_Message] = field(default_factory=list)  # the same, as plain text, for history
+    seen: set[str] = field(default_factory=set)            # calls already run this turn
+
+
+def _calls_in(reply: ChatReply) -> tuple[bool, list[tuple[str | None, str, Any]]]:
+    """(structured?, the reply's tool calls as (call id, name, arguments)), at most
+    ``MAX_CALLS_PER_ROUND``: structured calls, else calls printed in the text."""
+    structured = [structured_call(c) for c in reply.tool_calls]
+    if structured:
+        return True, structured[:MAX_CALLS_PER_ROUND]
+    text = [(None, c["name"], c["arguments"]) for c in parse_text_tool_calls(reply.text)]
+    return False, text[:MAX_CALLS_PER_ROUND]

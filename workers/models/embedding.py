@@ -35,9 +35,9 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from events import EventLog, Home, RecordedEvent
+from events import EventLog, Home, RecordedEvent, streams
 from events.types import EmbeddingModelChosen
-from projections.engine import fsync_file as _fsync
+from projections.engine import fsync_file
 from projections.embedding import (BASE_MODEL, DIMENSION, INPUT_NAMES, TOKENIZER_FILE,
                                    model_checksum, model_files, model_id)
 
@@ -45,7 +45,6 @@ from projections.embedding import (BASE_MODEL, DIMENSION, INPUT_NAMES, TOKENIZER
 # sentence-transformers' own and independent of how texts are batched; int8 embeds 2.2x faster
 # but its activation scales depend on the batch. Figures: docs/benchmarks.md (issue 3).
 DEFAULT_VARIANT = "fp32"
-STREAM = "memory"
 ONNX_OPSET = 17
 
 
@@ -86,7 +85,7 @@ def ensure_model(home: Home, log: EventLog, variant: str = DEFAULT_VARIANT) -> R
     previous = latest.id if latest is not None else "none"
     return log.append(
         EmbeddingModelChosen(model=model, dimension=DIMENSION, checksum=checksum),
-        stream=STREAM,
+        stream=streams.MEMORY,
         # two processes racing from the same last choice append one event
         idempotency_key=f"embedding-model:{previous}:{model}:{checksum}",
     )
@@ -120,7 +119,7 @@ def export_model(target: Path) -> dict[str, Path]:
         shutil.copyfile(source / TOKENIZER_FILE, tokenizer)
         out = {}
         for name, path in (("fp32", fp32), ("int8", int8), ("tokenizer", tokenizer)):
-            _fsync(path)
+            fsync_file(path)
             final = target / path.name
             os.replace(path, final)
             out[name] = final

@@ -11,16 +11,21 @@ once (idempotency key ``facts:<assistant event id>``).
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
-from events import EventLog, Home, RecordedEvent
+import structlog
+
+from events import EventLog, Home, RecordedEvent, streams
 from events.clock import from_iso
+from events.config import load_config
 from events.types import FactsExtracted
 from projections import ProjectionStore, open_store
 from projections.journal import entries_for
 
-from .llm import Backend
+from ..llm import Backend, make_backend
 
 EXTRACT_PROMPT = ("Reply with only a JSON list of short strings: new facts about the user or "
                   "their work worth remembering from the last exchange; [] if nothing new. "
@@ -30,7 +35,6 @@ MAX_FACTS = 5
 MAX_FACT_CHARS = 200
 MIN_FACT_CHARS = 4
 MAX_KNOWN_LINES = 40  # today's journal lines shown as "already known" (the newest)
-STREAM = "memory"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)```")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
@@ -164,5 +168,24 @@ def shadow_journal(home: Home, log: EventLog, session_id: str, user_event_id: st
     return log.append(
         FactsExtracted(from_events=[user.id, assistant.id], facts=facts, model=backend.model,
                        refs=[user.ref or user.id, assistant.ref or assistant.id]),
-        stream=STREAM, occurred_at=from_iso(user.occurred_at),
+        stream=streams.MEMORY, occurred_at=from_iso(user.occurred_at),
         causation_id=assistant.id, idempotency_key=key)
+
+
+def journal_exchange(home: Home, session_id: str, user_event_id: str, assistant_event_id: str,
+                     *, backend_name: str, model: str, base_url: str | None = None,
+                     script: str | None = None) -> RecordedEvent | None:
+    """:func:`shadow_journal` for a worker: the backend is rebuilt from its name, model,
+    server URL and (scripted backend) rules file; an API key comes from the worker's own
+    environment and config, never through the queue. Logs what it appended."""
+    backend = make_backend(backend_name, model=model, base_url=base_url,
+                           script=Path(script) if script else None, llm=load_config(home).llm)
+    with EventLog(home.events_db) as log:
+        event = shadow_journal(home, log, session_id, user_event_id, assistant_event_id, backend)
+    logger = structlog.get_logger("diarist.worker")
+    if event is None:
+        logger.info("shadow_journal.nothing_new", session=session_id, turn=assistant_event_id)
+    else:
+        logger.info("shadow_journal.appended", session=session_id, turn=assistant_event_id,
+                    event_id=event.id, facts=len(event.payload["facts"]), pid=os.getpid())
+    return event

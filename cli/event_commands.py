@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from events import EventLog
-from events.transcript import export_lines, import_file
+from events import EventLog, RecordedEvent
+from events.transcript import export_lines
 
 from .context import current_home, friendly_errors, home_option
-from .logs import log as logger
-from .queue import after_append
+from .logging_setup import log as logger
 
 
 @click.command("import")
@@ -24,16 +26,14 @@ def import_(file: Path) -> None:
     Idempotent by each turn's `ref`: importing the same file twice appends nothing. All or
     nothing: one malformed line fails the whole import with `file:line: what is wrong`.
     """
-    home = current_home()
-    with EventLog(home.events_db) as log:
-        result = import_file(log, file)
+    from workers.transcripts import import_transcript
+
+    result = import_transcript(current_home(), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
     click.echo(
         f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
-    if result.appended:
-        after_append(home)
 
 
 @click.command()
@@ -43,20 +43,15 @@ def import_(file: Path) -> None:
 @friendly_errors
 def export(output: Path | None) -> None:
     """Export every turn in the log as transcript JSONL (times in UTC)."""
+    from workers.transcripts import export_transcript
+
     home = current_home()
-    with EventLog(home.events_db) as log:
-        lines = export_lines(log)
-        if output is None:
-            for line in lines:
+    if output is None:
+        with EventLog(home.events_db) as log:
+            for line in export_lines(log):
                 click.echo(line)
-            return
-        tmp = output.with_name(output.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            count = 0
-            for line in lines:
-                handle.write(line + "\n")
-                count += 1
-        tmp.replace(output)
+        return
+    count = export_transcript(home, output)
     click.echo(f"Exported {count} turns to {output}.", err=True)
 
 
@@ -69,7 +64,7 @@ def _summary(event: dict) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _print_events(events: list, as_json: bool) -> None:
+def _print_events(events: Iterable[RecordedEvent], as_json: bool) -> None:
     for event in events:
         data = event.to_json()
         if as_json:
@@ -80,15 +75,16 @@ def _print_events(events: list, as_json: bool) -> None:
                        f"{event.stream}#{event.stream_version}{ref}  {_summary(data)}")
 
 
-_filters = [
-    click.option("--type", "types", multiple=True, help="Only this event type (repeatable)."),
-    click.option("--stream", help="Only this stream (a session id, `memory`, ...)."),
-    click.option("--json", "as_json", is_flag=True, help="One JSON object a line."),
-]
+F = Callable[..., Any]
 
 
-def _with_filters(fn):  # type: ignore[no-untyped-def]
-    for option in reversed(_filters):
+def _with_filters(fn: F) -> F:
+    """``--type``, ``--stream`` and ``--json``, shared by ``events`` and ``events tail``."""
+    for option in reversed([
+        click.option("--type", "types", multiple=True, help="Only this event type (repeatable)."),
+        click.option("--stream", help="Only this stream (a session id, `memory`, ...)."),
+        click.option("--json", "as_json", is_flag=True, help="One JSON object a line."),
+    ]):
         fn = option(fn)
     return fn
 
@@ -116,7 +112,8 @@ def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str |
 def events_show(key: str) -> None:
     """Show one event in full, by seq, id or ref."""
     with EventLog(current_home().events_db) as log:
-        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2, sort_keys=True))
+        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
+                              sort_keys=True))
 
 
 @events.command("tail")
@@ -129,8 +126,6 @@ def events_show(key: str) -> None:
 def events_tail(follow: bool, interval: float, limit: int, types: tuple[str, ...],
                 stream: str | None, as_json: bool) -> None:
     """Print the last events, and with -f every new one as it is appended."""
-    import time
-
     with EventLog(current_home().events_db) as log:
         newest = list(reversed(log.read(0, limit, types=types or None, stream=stream,
                                         descending=True)))

@@ -1,0 +1,5 @@
+"""The names of the log's fixed streams (a chat or imported session is its own stream)."""
+from __future__ import annotations
+
+MEMORY = "memory"    # notes, extracted facts, memory decisions, the embedding model's choice
+PROFILE = "profile"  # the workspace profile, project facts, onboarding answers

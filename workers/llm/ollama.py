@@ -1,0 +1,117 @@
+"""Ollama: ``POST /api/chat`` (NDJSON stream), ``/api/show`` for the context window,
+``/api/tags`` for the models. Host from the argument, else ``$OLLAMA_HOST``, else
+``http://127.0.0.1:11434``."""
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .base import ChatReply, ModelNotFound
+from .http import HTTPBackend, stream_error
+from .stream import Delta
+
+OLLAMA_ENV = "OLLAMA_HOST"
+OLLAMA_DEFAULT = "http://127.0.0.1:11434"
+
+
+def parse_ndjson(lines: Iterable[bytes]) -> Iterator[Delta]:
+    """One JSON object per line; the ``done`` one carries the counts."""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        chunk = json.loads(line)
+        if chunk.get("error"):
+            raise stream_error(chunk)
+        yield ollama_delta(chunk)
+        if chunk.get("done"):
+            return
+
+
+def ollama_delta(chunk: dict) -> Delta:
+    msg = chunk.get("message") or {}
+    d = Delta(text=msg.get("content") or "", tool_calls=list(msg.get("tool_calls") or []))
+    if chunk.get("done"):
+        d.prompt_tokens = chunk.get("prompt_eval_count")
+        d.reply_tokens = chunk.get("eval_count")
+        ns = chunk.get("eval_duration")
+        if d.reply_tokens is not None and ns:
+            d.tokens_per_sec = d.reply_tokens / (ns / 1e9)
+    return d
+
+
+def ollama_url(value: str | None) -> str:
+    """A normalised base URL: ``host[:port]`` accepted, ``0.0.0.0`` means localhost."""
+    url = (value or OLLAMA_DEFAULT).strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    port = parts.port or (11434 if parts.scheme == "http" else 443)
+    return f"{parts.scheme}://{host}:{port}{parts.path}"
+
+
+class OllamaBackend(HTTPBackend):
+    name = "ollama"
+
+    def __init__(self, base_url: str | None = None, model: str | None = None,
+                 timeout: float = 120.0) -> None:
+        super().__init__(ollama_url(base_url), model, timeout)
+        self.unavailable_hint = (f"Is `ollama serve` running? (looked at {self.base_url}; "
+                                 f"set ${OLLAMA_ENV} for another host)")
+
+    def open(self, method: str, url: str, body: dict | None = None) -> Any:
+        try:
+            return super().open(method, url, body)
+        except ModelNotFound as e:
+            model = (body or {}).get("model", "MODEL")
+            raise ModelNotFound(str(e), hint=f"Run `ollama pull {model}`.") from None
+
+    def chat(self, messages: list[dict], *, stream: bool = True,
+             on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None,
+             json_schema: dict[str, Any] | None = None) -> ChatReply:
+        max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
+        options: dict[str, Any] = {}
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        if temperature is not None:
+            options["temperature"] = temperature
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        if options:
+            body["options"] = options
+        if tools and tool_choice != "none":  # ollama has no tool_choice: "none" = no tools
+            body["tools"] = tools
+        if json_schema is not None:
+            body["format"] = json_schema  # structured outputs: a JSON schema constrains it
+        return self.stream(f"{self.base_url}/api/chat", body, parse_ndjson, on_token)
+
+    def tool_result_message(self, name: str, call_id: str | None, result: str) -> dict:
+        return {"role": "tool", "content": result, "tool_name": name}
+
+    def whole(self, data: dict) -> Delta:
+        return ollama_delta(data)
+
+    def models(self) -> list[str]:
+        data = self.get_json("GET", f"{self.base_url}/api/tags")
+        return [m.get("name") or m.get("model") for m in data.get("models") or []]
+
+    def context_window(self, model: str | None = None) -> int | None:
+        name = model or self.model
+        if name not in self._ctx:
+            info = self.get_json("POST", f"{self.base_url}/api/show", {"model": name})
+            ctx = None
+            for key, value in (info.get("model_info") or {}).items():
+                if key.endswith(".context_length") and isinstance(value, int):
+                    ctx = value
+            m = re.search(r"^\s*num_ctx\s+(\d+)", info.get("parameters") or "", re.M)
+            if m:
+                ctx = int(m.group(1))
+            self._ctx[name] = ctx
+        return self._ctx[name]

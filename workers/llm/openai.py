@@ -1,0 +1,137 @@
+"""Any OpenAI-compatible ``/v1/chat/completions`` server (llama.cpp's server, LM Studio,
+vLLM): an SSE stream. Base URL from the argument, else ``$DIARIST_OPENAI_BASE_URL``, else
+``http://127.0.0.1:8080/v1``; API key from the argument, else ``$DIARIST_OPENAI_API_KEY``."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from events.errors import DiaristError
+
+from .base import BackendUnavailable, ChatReply
+from .http import HTTPBackend, stream_error
+from .stream import Delta
+
+OPENAI_URL_ENV = "DIARIST_OPENAI_BASE_URL"
+OPENAI_DEFAULT = "http://127.0.0.1:8080/v1"
+
+
+def parse_sse(lines: Iterable[bytes]) -> Iterator[Delta]:
+    """``data: {...}`` lines until ``data: [DONE]``."""
+    for raw in lines:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue  # blank separators, ": keep-alive" comments, "event:" lines
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue
+        if chunk.get("error"):
+            raise stream_error(chunk)
+        yield openai_delta(chunk)
+
+
+def openai_delta(chunk: dict) -> Delta:
+    d = Delta()
+    for choice in chunk.get("choices") or []:
+        piece = choice.get("delta") or choice.get("message") or {}
+        d.text += piece.get("content") or ""
+        tcs = piece.get("tool_calls") or []
+        if "message" in choice:  # non-streamed: complete calls
+            d.tool_calls.extend(tcs)
+        else:
+            d.tool_deltas.extend(tcs)
+    usage = chunk.get("usage") or {}
+    d.prompt_tokens = usage.get("prompt_tokens")
+    d.reply_tokens = usage.get("completion_tokens")
+    timings = chunk.get("timings") or {}  # llama.cpp server extension
+    if timings.get("predicted_per_second"):
+        d.tokens_per_sec = float(timings["predicted_per_second"])
+    return d
+
+
+def openai_url(value: str | None) -> str:
+    """A normalised base URL ending in ``/v1``."""
+    url = (value or OPENAI_DEFAULT).strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class OpenAIBackend(HTTPBackend):
+    name = "openai"
+
+    def __init__(self, base_url: str | None = None, model: str | None = None,
+                 api_key: str | None = None, timeout: float = 120.0) -> None:
+        super().__init__(openai_url(base_url), model, timeout, api_key)
+        self.unavailable_hint = (f"Start the OpenAI-compatible server at {self.base_url} "
+                                 f"or set ${OPENAI_URL_ENV}.")
+
+    def chat(self, messages: list[dict], *, stream: bool = True,
+             on_token: Callable[[str], None] | None = None, max_tokens: int | None = None,
+             temperature: float | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None,
+             json_schema: dict[str, Any] | None = None) -> ChatReply:
+        max_tokens, temperature = self.defaults.apply(max_tokens, temperature)
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if temperature is not None:
+            body["temperature"] = temperature
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": json_schema}}
+        return self.stream(f"{self.base_url}/chat/completions", body, parse_sse, on_token)
+
+    def whole(self, data: dict) -> Delta:
+        return openai_delta(data)
+
+    def _list(self) -> list[dict]:
+        return list(self.get_json("GET", f"{self.base_url}/models").get("data") or [])
+
+    def models(self) -> list[str]:
+        return [m["id"] for m in self._list() if m.get("id")]
+
+    def context_window(self, model: str | None = None) -> int | None:
+        name = model or self._model
+        if name not in self._ctx:
+            self._ctx[name] = self._props_window() or self._listed_window(name)
+        return self._ctx[name]
+
+    def _props_window(self) -> int | None:
+        """llama.cpp's server: the context actually allocated (``/props``)."""
+        root = self.base_url[: -len("/v1")]
+        try:
+            props = self.get_json("GET", f"{root}/props")
+        except BackendUnavailable:
+            raise
+        except DiaristError:
+            return None
+        n = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
+        return int(n) if n else None
+
+    def _listed_window(self, name: str) -> int | None:
+        """``/v1/models``: llama.cpp's ``meta``, vLLM's ``max_model_len`` and the like."""
+        try:
+            listed = self._list()
+        except BackendUnavailable:
+            raise
+        except DiaristError:
+            return None
+        for m in listed:
+            if not name or m.get("id") == name:
+                meta = m.get("meta") or {}
+                n = (meta.get("n_ctx") or meta.get("n_ctx_train")
+                     or m.get("max_model_len") or m.get("context_length"))
+                return int(n) if n else None
+        return None

@@ -1,0 +1,1 @@
+"""What the memory commands do: remember, recall, forget and flag, journals, counts."""

@@ -1,0 +1,2 @@
+"""Keeping the projections in step with the log: ``sync``, ``replay`` (and ``--verify``),
+``status``."""

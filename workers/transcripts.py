@@ -1,0 +1,39 @@
+"""``diarist import`` and ``export``: transcripts in and out of the log."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from events import DiaristError, EventLog, Home
+from events.transcript import ImportResult, export_lines, import_file
+
+from .dispatch import after_append
+
+
+def import_transcript(home: Home, path: Path) -> ImportResult:
+    """Append a transcript (all or nothing, idempotent by ref); a running worker is asked to
+    project what was appended."""
+    with EventLog(home.events_db) as log:
+        result = import_file(log, path)
+    if result.appended:
+        after_append(home)
+    return result
+
+
+def export_transcript(home: Home, path: Path) -> int:
+    """Write every turn as transcript JSONL to ``path`` (replaced atomically); returns how
+    many turns."""
+    if not path.parent.is_dir():
+        raise DiaristError(f"{path.parent}: no such folder",
+                           hint="Create the folder first, or write somewhere else with -o.")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    count = 0
+    try:
+        with EventLog(home.events_db) as log, tmp.open("w", encoding="utf-8") as handle:
+            for line in export_lines(log):
+                handle.write(line + "\n")
+                count += 1
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return count
