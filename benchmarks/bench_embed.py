@@ -149,7 +149,7 @@ def child_recall(model_file: str, tokenizer_file: str) -> dict[str, Any]:
             per_question.append(len(evidence & top) / len(evidence))
             categories.append(q["category"])
     by_category: dict[str, list[float]] = {}
-    for category, r in zip(categories, per_question):
+    for category, r in zip(categories, per_question, strict=True):
         by_category.setdefault(category, []).append(r)
     return {"recall_at_10": statistics.mean(per_question), "questions": len(per_question),
             "per_question": per_question,
@@ -366,6 +366,42 @@ def bench_layouts(n: int = 100_000, d: int = 384) -> dict[str, Any]:
     return result
 
 
+def child_main(child: list[str]) -> None:
+    kind, *rest = child
+    if kind == "speed":
+        result = child_speed(rest[0], rest[1], int(rest[2]))
+    elif kind == "recall":
+        result = child_recall(rest[0], rest[1])
+    else:
+        result = child_cold_search(rest[0], rest[1])
+    print(json.dumps(result))
+
+
+def speed_rounds(folder: Path, variants: list[str], n_rounds: int,
+                 texts: int) -> dict[str, list[dict[str, Any]]]:
+    rounds: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    for round_ in range(n_rounds):  # interleaved, so a busy moment hits every variant
+        for variant in variants:
+            say(f"[1] {variant}, round {round_ + 1}: load, throughput, latency, RSS ...")
+            rounds[variant].append(run_child("speed", str(folder / VARIANT_FILES[variant]),
+                                             str(folder / "tokenizer.json"), str(texts)))
+            say(f"    {json.dumps(rounds[variant][-1])}")
+    return rounds
+
+
+def compare_to_fp32(variants: dict[str, dict[str, Any]]) -> None:
+    """Paired per-question differences against fp32; then drop the per-question lists."""
+    base = variants.get("fp32")
+    for variant, data in variants.items():
+        if base is None or variant == "fp32":
+            continue
+        diffs = [a - b for a, b in zip(base["per_question"], data["per_question"], strict=True)]
+        data["fp32_minus_this"] = statistics.mean(diffs)
+        data["paired_se"] = statistics.stdev(diffs) / len(diffs) ** 0.5
+    for data in variants.values():
+        del data["per_question"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, help="an exported all-MiniLM-L6-v2 folder")
@@ -378,14 +414,7 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        kind, *rest = args.child
-        if kind == "speed":
-            result = child_speed(rest[0], rest[1], int(rest[2]))
-        elif kind == "recall":
-            result = child_recall(rest[0], rest[1])
-        else:
-            result = child_cold_search(rest[0], rest[1])
-        print(json.dumps(result))
+        child_main(args.child)
         return
 
     started = time.perf_counter()
@@ -404,13 +433,8 @@ def main() -> None:
                               for v, f in VARIANT_FILES.items() if (folder / f).exists()}
         report["variants"] = {}
         variants = [v for v, name in VARIANT_FILES.items() if (folder / name).exists()]
-        rounds: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
-        for round_ in range(args.rounds if "speed" in parts else 0):  # interleaved, so a busy moment hits every variant
-            for variant in variants:
-                say(f"[1] {variant}, round {round_ + 1}: load, throughput, latency, RSS ...")
-                rounds[variant].append(run_child("speed", str(folder / VARIANT_FILES[variant]),
-                                                 str(folder / "tokenizer.json"), str(args.texts)))
-                say(f"    {json.dumps(rounds[variant][-1])}")
+        rounds = speed_rounds(folder, variants, args.rounds if "speed" in parts else 0,
+                              args.texts)
         for variant in variants if {"speed", "recall"} <= parts else []:
             say(f"[2] {variant}: evidence recall@10 ...")
             recall = run_child("recall", str(folder / VARIANT_FILES[variant]),
@@ -426,15 +450,7 @@ def main() -> None:
                          "peak_rss_mb": max(r["peak_rss_mb"] for r in runs)},
                 **recall}
             say(f"    recall@10 {recall['recall_at_10']:.4f}")
-        base = report["variants"].get("fp32")
-        for variant, data in report["variants"].items():
-            if base is None or variant == "fp32":
-                continue
-            diffs = [a - b for a, b in zip(base["per_question"], data["per_question"])]
-            data["fp32_minus_this"] = statistics.mean(diffs)
-            data["paired_se"] = statistics.stdev(diffs) / len(diffs) ** 0.5
-        for data in report["variants"].values():
-            del data["per_question"]
+        compare_to_fp32(report["variants"])
         questions = [q["query"] for conv in locomo_turns() for q in locomo_questions(conv)]
         random.Random(SEED).shuffle(questions)
         report["search"] = []
@@ -469,8 +485,9 @@ def print_report(report: dict[str, Any]) -> None:
         b = r["best"]
         delta = (f" ({-r['fp32_minus_this'] * 100:+.1f} ± {r['paired_se'] * 100:.1f} pts vs fp32)"
                  if "paired_se" in r else "")
-        print(f"| {variant} | {report['files_mb'][variant]:.1f} MB | {b['import_s'] * 1000:.0f} ms |"
-              f" {b['load_s'] * 1000:.0f} ms | {b['items_per_s']:.0f} |"
+        print(f"| {variant} | {report['files_mb'][variant]:.1f} MB |"
+              f" {b['import_s'] * 1000:.0f} ms | {b['load_s'] * 1000:.0f} ms |"
+              f" {b['items_per_s']:.0f} |"
               f" {b['query_p50_ms']:.1f} / {b['query_p95_ms']:.1f} ms | {b['peak_rss_mb']:.0f} MB |"
               f" {r['recall_at_10']:.3f}{delta} |")
     for variant, r in report["variants"].items():

@@ -199,7 +199,7 @@ def write_transcript(path: Path, turns: int, sessions: int = SESSIONS) -> dict[s
     session a run of alternating user/assistant turns on its own day, times with 'Z'."""
     rng = random.Random(SEED)
     per_session = [turns // sessions + (1 if i < turns % sessions else 0) for i in range(sessions)]
-    start = dt.datetime(2026, 1, 1, 8, 0, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 1, 1, 8, 0, tzinfo=dt.UTC)
     chars = 0
     with path.open("w", encoding="utf-8") as out:
         for s, count in enumerate(per_session):
@@ -472,7 +472,7 @@ def print_table(report: Report, out: Callable[[str], None]) -> None:
     rows = [(r.benchmark, r.figure, format_value(r.value, r.unit), r.target,
              "" if r.passed is None else ("PASS" if r.passed else "MISS"), r.note)
             for r in sorted(report.rows, key=lambda r: r.benchmark)]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     out(line.format(*head))
     out(line.format(*("-" * w for w in widths)))

@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO))
 from events import EventLog, Home  # noqa: E402
 from events.config import Config, MemoryConfig  # noqa: E402
 from projections import open_store  # noqa: E402
+from workers.chat.session import ChatSession  # noqa: E402
 from workers.chat.shadow_journal import shadow_journal  # noqa: E402
 from workers.llm import make_backend  # noqa: E402
-from workers.chat.session import ChatSession  # noqa: E402
 
 CLI = [sys.executable, "-c", "from cli.main import main; main()"]
 
@@ -78,7 +78,8 @@ def turn(home: Home, url: str, question: str, inject: bool) -> dict:
         if inject:
             session.inject(question)  # what send() does on a session's first message
             injected_ms = (time.perf_counter() - t0) * 1000
-        reply = session.send(question, on_token=lambda _p: first or first.append(time.perf_counter()))
+        reply = session.send(question,
+                             on_token=lambda _p: first or first.append(time.perf_counter()))
         done = time.perf_counter()
         session.end()
         return {"inject_ms": injected_ms, "ttft_s": (first[0] if first else done) - t0,
@@ -112,7 +113,7 @@ def main() -> None:
                     rows[inject].append(turn(home, url, q, inject))
             for inject in (True, False):
                 r = rows[inject]
-                med = lambda k: statistics.median(x[k] for x in r)  # noqa: E731
+                med = lambda k, r=r: statistics.median(x[k] for x in r)  # noqa: E731
                 print(f"{'with memory   ' if inject else 'without memory'}: injected "
                       f"{med('injected'):.0f} tokens in {med('inject_ms'):.1f} ms; prompt "
                       f"{med('prompt_tokens'):.0f} tokens; first token {med('ttft_s'):.2f} s; "

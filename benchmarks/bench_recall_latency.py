@@ -34,7 +34,8 @@ sys.path.insert(0, str(REPO))
 
 def diarist_exe() -> list[str]:
     exe = Path(sys.executable).with_name("diarist")
-    return [str(exe)] if exe.exists() else [sys.executable, "-c", "from cli.main import main; main()"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-c",
+                                            "from cli.main import main; main()"]
 
 
 def run(home: Path, *args: str) -> float:
@@ -83,7 +84,7 @@ def fill_random_vectors(home_path: Path, seed: int = 7) -> int:
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             store.db.executemany(
                 "INSERT OR REPLACE INTO embeddings (content_hash, model, vector) VALUES (?, ?, ?)",
-                [(h, active.key, v.tobytes()) for h, v in zip(chunk, vectors)])
+                [(h, active.key, v.tobytes()) for h, v in zip(chunk, vectors, strict=True)])
         bump(store.db)
         store.db.execute("COMMIT")
         refresh_vectors(store)
@@ -136,7 +137,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    questions = [json.loads(line)["query"] for f in sorted(glob.glob(str(LOCOMO / "*.questions.jsonl")))
+    questions = [json.loads(line)["query"]
+                 for f in sorted(glob.glob(str(LOCOMO / "*.questions.jsonl")))
                  for line in open(f, encoding="utf-8")]
     random.Random(3).shuffle(questions)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
@@ -150,9 +152,11 @@ def main() -> None:
             times, _ = warm(home, questions[:args.queries])
             cold = [run(home, "recall", q, "--json") for q in questions[:5]]
             idle = idle_refresh_ms(home)
-            print(f"{size:>7} turns, {items} vectors: warm recall p50 {percentile(times, 50):.1f} ms,"
+            print(f"{size:>7} turns, {items} vectors: warm recall p50"
+                  f" {percentile(times, 50):.1f} ms,"
                   f" p95 {percentile(times, 95):.1f} ms, max {max(times):.1f} ms (n={len(times)});"
-                  f" cold `diarist recall` median {statistics.median(cold):.2f} s, max {max(cold):.2f} s;"
+                  f" cold `diarist recall` median {statistics.median(cold):.2f} s,"
+                  f" max {max(cold):.2f} s;"
                   f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
                   f" {statistics.median(idle):.2f} ms", flush=True)
 

@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from events import EventLog, Home  # noqa: E402
 from projections import open_store  # noqa: E402
-from projections.tokens import estimate  # noqa: E402
 from projections.fts import words  # noqa: E402
+from projections.tokens import estimate  # noqa: E402
 
 CONVS = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
 
@@ -53,7 +53,8 @@ def plain_bm25(db, query: str, k: int) -> list[tuple[str, str]]:  # type: ignore
     if not terms:
         return []
     rows = db.execute(
-        "SELECT t.ref, t.name || ': ' || t.text FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+        "SELECT t.ref, t.name || ': ' || t.text FROM turns_fts"
+        " JOIN turns t ON t.seq = turns_fts.rowid"
         " WHERE turns_fts MATCH ? ORDER BY bm25(turns_fts) LIMIT ?",
         (" OR ".join(f'"{w}"' for w in terms), k)).fetchall()
     return rows
@@ -104,11 +105,12 @@ def main() -> None:
             fit = [json.loads(x) for x in diarist(home, "recall", "--queries", str(qfile), "--json",
                                                   "--k", "1000", "--budget", "512").splitlines()]
             base_top, base_fit = bm25_baseline(home, questions)
-            for q, t, f, bt, bf in zip(questions, top, fit, base_top, base_fit):
+            for q, t, f, bt, bf in zip(questions, top, fit, base_top, base_fit, strict=True):
                 assert t["id"] == f["id"] == q["id"]
                 scores = {
                     "top10": coverage(q["evidence"], {r for i in t["items"] for r in i["refs"]}),
-                    "budget512": coverage(q["evidence"], {r for i in f["items"] for r in i["refs"]}),
+                    "budget512": coverage(q["evidence"],
+                                          {r for i in f["items"] for r in i["refs"]}),
                     "bm25_top10": bt, "bm25_budget512": bf,
                 }
                 for name, value in scores.items():

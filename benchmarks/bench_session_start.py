@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 def cold_run(home: Path, cwd: Path) -> tuple[float, float]:
     master, slave = pty.openpty()
     exe = Path(sys.executable).with_name("diarist")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from cli.main import main; main()"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c",
+                                           "from cli.main import main; main()"]
     env = dict(os.environ, DIARIST_HOME=str(home), DIARIST_NO_EMBED="1")
     started = time.perf_counter()
     proc = subprocess.Popen([*cmd, "chat", "--backend", "scripted"], stdin=slave, stdout=slave,
@@ -91,7 +92,8 @@ def main() -> None:
     with EventLog(h.events_db) as log, open_store(h, log) as store:
         items = store.db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0]
         semantic = semantic_searcher(h, store)
-        questions = [json.loads(line)["query"] for f in sorted(glob.glob(str(LOCOMO / "*.questions.jsonl")))
+        questions = [json.loads(line)["query"]
+                     for f in sorted(glob.glob(str(LOCOMO / "*.questions.jsonl")))
                      for line in open(f, encoding="utf-8")][:101]
         build_injection(store.db, questions[0], 512, 10, semantic)
         times = []

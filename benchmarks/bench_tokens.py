@@ -56,8 +56,8 @@ def llama(url: str) -> Callable[[str], int]:
 def report(name: str, count: Callable[[str], int], corpus: list[str]) -> None:
     real = [count(t) for t in corpus]
     guess = [estimate(t) for t in corpus]
-    under = [(g, r) for g, r in zip(guess, real) if g < r]
-    worst = min(g / r for g, r in zip(guess, real) if r)
+    under = [(g, r) for g, r in zip(guess, real, strict=True) if g < r]
+    worst = min(g / r for g, r in zip(guess, real, strict=True) if r)
     print(f"{name}: texts {len(corpus)}, under-estimated {len(under)}"
           f"{f' (by at most {max(r - g for g, r in under)} tokens)' if under else ''}, "
           f"total ratio {sum(guess) / sum(real):.3f}, lowest per-text ratio {worst:.3f}")

@@ -72,7 +72,7 @@ def _memory(session: ChatSession, args: list[str]) -> None:
         _run_cli(["memory", *(args or ["status"])])
 
 
-SLASH: dict[str, Callable[["ChatSession", list[str]], None]] = {
+SLASH: dict[str, Callable[[ChatSession, list[str]], None]] = {
     "help": lambda _s, _a: click.echo(HELP),
     "clear": _clear,
     "summarize": _summarize,
@@ -103,7 +103,8 @@ def _slash(session: ChatSession, line: str) -> bool:
 
 
 def _profile(session: ChatSession, args: list[str]) -> None:
-    """`/memory profile` shows the workspace profile; `/memory profile set KEY VALUE` sets a field."""
+    """`/memory profile` shows the workspace profile; `/memory profile set KEY VALUE` sets
+    one field."""
     from projections.memories import list_memories
     from workers.chat.onboarding import set_profile_field
 
@@ -112,7 +113,8 @@ def _profile(session: ChatSession, args: list[str]) -> None:
             click.echo("Usage: /memory profile set KEY VALUE")
             return
         set_profile_field(session.log, session.store, args[1], " ".join(args[2:]))
-        click.echo(f"Profile: {args[1]} set (used from the next injection; /clear to re-inject now).")
+        click.echo(f"Profile: {args[1]} set (used from the next injection; "
+                   "/clear to re-inject now).")
         return
     if args:
         click.echo("Usage: /memory profile [set KEY VALUE]")
@@ -129,7 +131,12 @@ def _profile(session: ChatSession, args: list[str]) -> None:
 def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> None:
     """Record the project facts of the current directory; ask the onboarding questions when
     :func:`workers.chat.onboarding.should_ask` says so."""
-    from workers.chat.onboarding import ONBOARDING_QUESTIONS, detect_here, record_answers, should_ask
+    from workers.chat.onboarding import (
+        ONBOARDING_QUESTIONS,
+        detect_here,
+        record_answers,
+        should_ask,
+    )
 
     for warning in detect_here(home, log, Path.cwd()):
         click.echo(f"(project facts: {warning})", err=True)
@@ -324,5 +331,6 @@ def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None
         out.end(" [interrupted]" if reply.interrupted else "")
         stats = reply.stats
         if stats.tokens_per_sec:
-            click.echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)", err=True)
+            click.echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)",
+                       err=True)
         after.reply_done(reply)  # after the reply is shown: catch up, or hand it to a worker

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sqlite3
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
 from events import DiaristError, EventLog, Home
+from events.db import is_busy
 from events.home import HOME_ENV
 from projections import ProjectionStore, open_store
 
@@ -55,15 +55,15 @@ def friendly_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except DiaristError as exc:
             raise fail(exc) from None
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+        except Exception as exc:
+            if is_busy(exc):
                 raise click.ClickException(
                     f"the database stayed locked ({exc})\n"
                     "Hint: another diarist process is holding a write; wait and retry."
                 ) from None
             raise
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 @contextlib.contextmanager

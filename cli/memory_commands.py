@@ -43,7 +43,8 @@ def _warn_if_behind(store: ProjectionStore) -> None:
 @click.command("recall")
 @click.argument("query", required=False)
 @click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file of {\"id\", \"query\"} lines: one JSON result per line (with --json).")
+              help="JSONL file of {\"id\", \"query\"} lines: one JSON result per line "
+                   "(with --json).")
 @click.option("--k", "k", type=click.IntRange(1), default=None,
               help="Scored items at most, after profile, project facts and MEMORY.md "
                    "(default: memory.top_k).")
@@ -63,7 +64,8 @@ def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: i
         raise click.UsageError("--queries writes JSON lines: add --json")
     home = current_home()
     top_k = k or load_config(home).memory.top_k
-    asked = read_queries(queries) if queries is not None else [(None, query or "")]
+    asked: list[tuple[object, str]] = (read_queries(queries) if queries is not None
+                                       else [(None, query or "")])
     with opened(home) as (_log, store):
         for qid, result in recall_each(home, store, asked, budget, top_k):
             if queries is not None:

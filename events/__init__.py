@@ -1,6 +1,12 @@
 """The event log: the only truth in diarist (see docs/architecture.md)."""
-from .errors import (ConcurrencyError, ConfigError, DiaristError, ImportFailed, NotFound,
-                     UnknownEventType)
+from .errors import (
+                     ConcurrencyError,
+                     ConfigError,
+                     DiaristError,
+                     ImportFailed,
+                     NotFound,
+                     UnknownEventType,
+)
 from .home import Home
 from .log import Appended, EventLog, NewEvent, RecordedEvent
 from .types import Event, Registry, registry

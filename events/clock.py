@@ -9,7 +9,7 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterator
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _system_now() -> dt.datetime:

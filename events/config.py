@@ -30,8 +30,9 @@ llm:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -40,6 +41,9 @@ from .home import Home
 from .settings import setting
 
 REDIS_ENV = "DIARIST_REDIS_URL"
+
+# A value check: None when the value is allowed, else what is allowed ("an integer from 1 to 9").
+Check = Callable[[Any], "str | None"]
 
 
 
@@ -88,7 +92,7 @@ class Config:
         return setting(None, REDIS_ENV, self.queue.redis_url)
 
 
-def _fraction(low: float, high: float, *, low_open: bool = True):  # type: ignore[no-untyped-def]
+def _fraction(low: float, high: float, *, low_open: bool = True) -> Check:
     def check(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"a number in ({low}, {high}]"
@@ -98,7 +102,7 @@ def _fraction(low: float, high: float, *, low_open: bool = True):  # type: ignor
     return check
 
 
-def _int_range(low: int, high: int):  # type: ignore[no-untyped-def]
+def _int_range(low: int, high: int) -> Check:
     def check(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"an integer from {low} to {high}"
@@ -110,22 +114,23 @@ def _boolean(value: Any) -> str | None:
     return None if isinstance(value, bool) else "true or false"
 
 
-def _or_null(check):  # type: ignore[no-untyped-def]
+def _or_null(check: Check) -> Check:
     def nullable(value: Any) -> str | None:
         problem = None if value is None else check(value)
         return f"null or {problem}" if problem else None
     return nullable
 
 
-def _number_range(low: float, high: float):  # type: ignore[no-untyped-def]
+def _number_range(low: float, high: float) -> Check:
     def check(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not low <= value <= high):
             return f"a number from {low} to {high}"
         return None
     return check
 
 
-def _one_of(*choices: str):  # type: ignore[no-untyped-def]
+def _one_of(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         return None if value in choices else f"one of {', '.join(choices)}"
     return check
@@ -136,7 +141,8 @@ def _text(value: Any) -> str | None:
 
 
 def _http_url(value: Any) -> str | None:
-    if isinstance(value, str) and value.startswith(("http://", "https://")) and value[8:].strip("/"):
+    if (isinstance(value, str) and value.startswith(("http://", "https://"))
+            and value[8:].strip("/")):
         return None
     return "an http:// or https:// URL"
 
@@ -182,9 +188,9 @@ def _build(cls: type, raw: Any, prefix: str, where: str) -> Any:
         path = f"{prefix}.{key}" if prefix else str(key)
         if key not in names:
             raise ConfigError(f"{where}: unknown key `{path}`; allowed keys: {', '.join(names)}")
-        section = names[key].default_factory
+        section: Any = names[key].default_factory  # a nested section's dataclass, or MISSING
         if is_dataclass(section):
-            values[key] = _build(section, value, path, where)  # type: ignore[arg-type]
+            values[key] = _build(cast(type, section), value, path, where)
             continue
         problem = _CHECKS[path](value)
         if problem:

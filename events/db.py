@@ -18,3 +18,9 @@ def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite giving up on a lock another process held too long."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc))

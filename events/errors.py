@@ -23,10 +23,6 @@ class UnknownEventType(DiaristError):
     hint = "The log was written by a newer diarist; upgrade diarist to read it."
 
 
-class AppendOnlyViolation(DiaristError):
-    hint = "The event log is append-only; use `diarist redact` to remove a pasted secret."
-
-
 class ImportFailed(DiaristError):
     """A transcript failed validation; nothing was appended."""
 

@@ -18,12 +18,12 @@ class Home:
     root: Path
 
     @classmethod
-    def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> "Home":
+    def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> Home:
         """``--home`` first, then ``$DIARIST_HOME``, then ``./var``."""
-        chosen = setting(explicit, HOME_ENV, None, Path.cwd() / "var")
+        chosen: str | os.PathLike[str] = setting(explicit, HOME_ENV, None) or Path.cwd() / "var"
         return cls(Path(chosen).expanduser().resolve())
 
-    def ensure(self) -> "Home":
+    def ensure(self) -> Home:
         self.root.mkdir(parents=True, exist_ok=True)
         return self
 

@@ -27,7 +27,8 @@ from .db import write_transaction
 from .errors import ConcurrencyError, NotFound
 from .ids import new_ulid
 from .migrations import Migrations
-from .types import Event, Payload, Registry, registry as default_registry
+from .types import Event, Payload, Registry
+from .types import registry as default_registry
 
 BUSY_TIMEOUT_S = 60.0
 META_KEYS = ("causation_id", "correlation_id", "ref", "idempotency_key")
@@ -146,10 +147,12 @@ class Appended(list[RecordedEvent]):
     new: int = 0
 
 
-_COLUMNS = "seq, id, stream, stream_version, type, schema_version, occurred_at, recorded_at, payload, meta"
+_COLUMNS = ("seq, id, stream, stream_version, type, schema_version, occurred_at, recorded_at,"
+            " payload, meta")
 
 
-def connect(path: Path | str, *, readonly: bool = False, synchronous: str = "FULL") -> sqlite3.Connection:
+def connect(path: Path | str, *, readonly: bool = False,
+            synchronous: str = "FULL") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, synchronous=FULL
     unless told otherwise."""
     if readonly:
@@ -197,7 +200,7 @@ class EventLog:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -209,7 +212,7 @@ class EventLog:
         """Append one event (see :class:`NewEvent` for the options)."""
         return self.append_many([NewEvent(stream=stream, data=data, **options)])[0]
 
-    def append_many(self, batch: Sequence[NewEvent]) -> "Appended":
+    def append_many(self, batch: Sequence[NewEvent]) -> Appended:
         """Append a batch in one transaction: all of it, or (on any error) none of it.
 
         Returns one recorded event per input, in order; an input whose idempotency key is
@@ -262,7 +265,7 @@ class EventLog:
         )
         versions[new.stream] = version
         event = RecordedEvent(
-            seq=cursor.lastrowid, id=row[0], stream=new.stream, stream_version=version,
+            seq=_rowid(cursor), id=row[0], stream=new.stream, stream_version=version,
             type=type_name, schema_version=cls.schema_version, occurred_at=occurred,
             recorded_at=recorded_at, payload=payload, meta=meta, registry=self.registry,
         )
@@ -276,7 +279,7 @@ class EventLog:
              types: Iterable[str] | None = None, stream: str | None = None,
              descending: bool = False) -> list[RecordedEvent]:
         """Events with ``seq > after`` (and ``<= upto``), oldest first unless ``descending``."""
-        where, args = ["seq > ?"], [after]
+        where, args = ["seq > ?"], list[object]([after])
         if upto is not None:
             where.append("seq <= ?")
             args.append(upto)
@@ -307,9 +310,11 @@ class EventLog:
         """One event by seq, ULID or ref."""
         text = str(key)
         if text.isdigit():
-            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (int(text),)).fetchone()
+            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?",
+                                  (int(text),)).fetchone()
         else:
-            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE id = ?", (text.upper(),)).fetchone()
+            row = self.db.execute(f"SELECT {_COLUMNS} FROM events WHERE id = ?",
+                                  (text.upper(),)).fetchone()
             row = row or self.db.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE json_extract(meta, '$.ref') = ?"
                 " ORDER BY seq LIMIT 1", (text,)).fetchone()
@@ -345,7 +350,8 @@ class EventLog:
         return self._row_to_event(row) if row else None
 
     def _row_to_event(self, row: Sequence[Any]) -> RecordedEvent:
-        seq, id_, stream, version, type_name, schema_version, occurred, recorded, payload, meta = row
+        (seq, id_, stream, version, type_name, schema_version, occurred, recorded, payload,
+         meta) = row
         payload = json.loads(payload) if isinstance(payload, str) else payload
         if self.registry.knows(type_name):
             schema_version, payload = self.registry.upcast(type_name, schema_version, payload)
@@ -358,3 +364,10 @@ class EventLog:
 
 
 __all__ = ["Appended", "EventLog", "NewEvent", "RecordedEvent", "connect", "dumps"]
+
+
+def _rowid(cursor: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just gave (always set after a successful single-row insert)."""
+    if cursor.lastrowid is None:
+        raise RuntimeError("INSERT returned no rowid")
+    return cursor.lastrowid

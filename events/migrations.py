@@ -34,7 +34,8 @@ class Migrations:
         self._ensure_table(db)
         done = {
             row[0]
-            for row in db.execute("SELECT name FROM _migrations WHERE migration_set = ?", (self.name,))
+            for row in db.execute("SELECT name FROM _migrations WHERE migration_set = ?",
+                                  (self.name,))
         }
         return [name for name, _ in self._steps if name not in done]
 
@@ -53,7 +54,8 @@ class Migrations:
                 if not already:
                     fn(db)
                     db.execute(
-                        "INSERT INTO _migrations (migration_set, name, applied_at) VALUES (?, ?, ?)",
+                        "INSERT INTO _migrations (migration_set, name, applied_at)"
+                        " VALUES (?, ?, ?)",
                         (self.name, name, clock.now_iso()),
                     )
                     applied.append(name)

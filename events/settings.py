@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -15,5 +15,5 @@ def setting(flag: T | None, env: str | None, file_value: T | None,
     ``0`` or ``False`` is a value."""
     for value in (flag, os.environ.get(env) if env else None, file_value):
         if value is not None and value != "":
-            return value  # type: ignore[return-value]
+            return cast(T, value)  # an environment variable only backs a str setting
     return default

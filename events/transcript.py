@@ -1,8 +1,8 @@
 """Transcript JSONL import and export.
 
-One turn a line: ``{"session", "at", "role", "name", "text", "ref"}`` (DESIGN.md). An import is
-validated whole before anything is appended, then appended in one transaction: all or
-nothing. Each turn's idempotency key is its ``ref``, each session's start and end are keyed
+One turn a line: ``{"session", "at", "role", "name", "text", "ref"}`` (docs/architecture.md).
+An import is validated whole before anything is appended, then appended in one transaction:
+all or nothing. Each turn's idempotency key is its ``ref``, each session's start and end are keyed
 by the session id, so importing the same file twice appends nothing the second time.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .types import AssistantTurn, SessionEnded, SessionStarted, UserTurn
 
 FIELDS = ("session", "at", "role", "name", "text", "ref")
 REQUIRED = ("session", "at", "role", "text", "ref")
-ROLES = {"user": UserTurn, "assistant": AssistantTurn}
+ROLES: dict[str, type[UserTurn | AssistantTurn]] = {"user": UserTurn, "assistant": AssistantTurn}
 IMPORT_BACKEND = "import"
 MAX_REPORTED = 10
 

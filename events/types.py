@@ -84,7 +84,7 @@ registry = Registry()
 event = registry.register
 
 
-# --- the catalog (DESIGN.md, v1) -------------------------------------------------------------
+# --- the catalog (v1; docs/architecture.md) ----------------------------------------------
 
 
 @event

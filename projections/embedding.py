@@ -61,10 +61,6 @@ def split_model_id(model: str) -> tuple[str, str]:
     return base, variant
 
 
-def model_dir(home: Home, model: str) -> Path:
-    return home.models_dir / split_model_id(model)[0]
-
-
 def model_files(home: Home, model: str) -> tuple[Path, Path]:
     """(ONNX file, tokenizer file) of a model id under ``var/models/``."""
     base, variant = split_model_id(model)
@@ -158,7 +154,7 @@ class OnnxEmbedder:
         shape = self.session.get_outputs()[0].shape
         self.dimension = shape[-1] if isinstance(shape[-1], int) else DIMENSION
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row per text, in the input's order: shape (n, 384)."""
         import numpy as np
 
@@ -187,7 +183,7 @@ class OnnxEmbedder:
         self.calls += len(texts)
         return out
 
-    def embed_one(self, text: str) -> "np.ndarray":
+    def embed_one(self, text: str) -> np.ndarray:
         """A query's vector, shape (384,)."""
         return self.embed([text])[0]
 
@@ -195,7 +191,7 @@ class OnnxEmbedder:
         return f"OnnxEmbedder({self.model_id!r}, {self.model_file})"
 
 
-def _mean_pool_normalise(hidden: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     import numpy as np
 
     weights = mask[:, :, None].astype(np.float32)
@@ -240,7 +236,7 @@ def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *
     return embedder
 
 
-def active_embedder(home: Home, store_or_db: "ProjectionStore | sqlite3.Connection",
+def active_embedder(home: Home, store_or_db: ProjectionStore | sqlite3.Connection,
                     threads: int | None = None) -> OnnxEmbedder | None:
     """The embedder of the model the vectors projection has active, or None when no model has
     been chosen yet or its files are unusable (then recall is lexical only)."""

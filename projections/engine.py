@@ -51,8 +51,9 @@ class Projector(ABC):
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
         """The output in a canonical order, for the digest."""
 
-    def check(self, db: sqlite3.Connection) -> None:
-        """Optional consistency check of derived structures (e.g. an FTS index)."""
+    def check(self, db: sqlite3.Connection) -> None:  # noqa: B027 - optional, not abstract
+        """Optional consistency check of derived structures (e.g. an FTS index); the default
+        has nothing to check."""
 
     # --- file outputs (optional) ---------------------------------------------------------
     # A projector that writes files under ``var/memory/`` marks a file dirty (inside its
@@ -131,7 +132,7 @@ class ProjectionStore:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "ProjectionStore":
+    def __enter__(self) -> ProjectionStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -256,7 +257,8 @@ class ProjectionStore:
         hasher = hashlib.sha256(f"{name}:v{projector.version}\n".encode())
         if self._state(name) is not None:
             for row in projector.canonical_rows(self.db):
-                hasher.update(json.dumps(list(row), ensure_ascii=False, separators=(",", ":")).encode())
+                hasher.update(json.dumps(list(row), ensure_ascii=False,
+                                         separators=(",", ":")).encode())
                 hasher.update(b"\n")
             for file in self._owned_files(projector):
                 hasher.update(f"file {file}\n".encode())

@@ -1,5 +1,5 @@
 """The memory block put at the start of a chat: recall within the budget, rendered as plain
-text a 2B model can parse (DESIGN.md, "Recall").
+text a 2B model can parse (docs/architecture.md, "The injected block").
 
     [memory context]
     [workspace profile]

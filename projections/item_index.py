@@ -90,7 +90,7 @@ class ItemIndexProjector(Projector):
                 (item.key, item.source, item.id, json.dumps(list(item.refs)), item.at,
                  item.session, item.type, item.content_hash, event.seq),
             )
-            if cursor.rowcount:
+            if cursor.rowcount and cursor.lastrowid is not None:
                 self.store(db, cursor.lastrowid, item)
 
     def forgotten(self, db: sqlite3.Connection, ids: list[str]) -> list[str]:

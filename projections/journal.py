@@ -33,7 +33,8 @@ class JournalProjector(Projector):
             " id TEXT PRIMARY KEY, date TEXT NOT NULL, at TEXT NOT NULL, source TEXT NOT NULL,"
             " content TEXT NOT NULL, refs TEXT NOT NULL, derived_from TEXT NOT NULL,"
             " seq INTEGER NOT NULL, n INTEGER NOT NULL)")
-        db.execute("CREATE INDEX IF NOT EXISTS journal_entries_date ON journal_entries (date, seq, n)")
+        db.execute("CREATE INDEX IF NOT EXISTS journal_entries_date"
+                   " ON journal_entries (date, seq, n)")
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS journal_entries")

@@ -84,7 +84,8 @@ class MemoriesProjector(Projector):
             "INSERT OR REPLACE INTO memories (id, type, content, kind, action, confidence,"
             " relevancy, tags, status, supersedes, created_at, updated_at, session, refs, source,"
             " reason, seq) VALUES (?, ?, ?, ?, ?, ?, 1.0, ?, 'active',"
-            " COALESCE((SELECT supersedes FROM memories WHERE id = ?), '[]'), ?, ?, ?, ?, ?, '', ?)",
+            " COALESCE((SELECT supersedes FROM memories WHERE id = ?), '[]'),"
+            " ?, ?, ?, ?, ?, '', ?)",
             (item.id, item.type, item.content, str(x.get("kind", "")), str(x.get("action", "")),
              _clamp(float(x.get("confidence", 1.0))), json.dumps(list(x.get("tags", []))),
              item.id, existing[0] if existing else item.at, item.at, item.session,
@@ -96,14 +97,18 @@ class MemoriesProjector(Projector):
             if memory_id == into:
                 continue
             db.execute("UPDATE memories SET status = 'superseded', reason = ?, updated_at = ?"
-                       " WHERE id = ? AND status = 'active'", (reason, event.occurred_at, memory_id))
+                       " WHERE id = ? AND status = 'active'",
+                       (reason, event.occurred_at, memory_id))
         row = db.execute("SELECT supersedes FROM memories WHERE id = ?", (into,)).fetchone()
         if row:
             merged = sorted(set(json.loads(row[0])) | (set(ids) - {into}))
-            db.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (json.dumps(merged), into))
+            db.execute("UPDATE memories SET supersedes = ? WHERE id = ?",
+                       (json.dumps(merged), into))
 
-    def _flag(self, db: sqlite3.Connection, event: RecordedEvent, memory_id: str, reason: str) -> None:
-        row = db.execute("SELECT confidence, status FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    def _flag(self, db: sqlite3.Connection, event: RecordedEvent, memory_id: str,
+              reason: str) -> None:
+        row = db.execute("SELECT confidence, status FROM memories WHERE id = ?",
+                         (memory_id,)).fetchone()
         if row is None or row[1] != "active":
             return
         confidence = _clamp(round(row[0] - FLAG_STEP, 4))
@@ -111,11 +116,13 @@ class MemoriesProjector(Projector):
         db.execute("UPDATE memories SET confidence = ?, status = ?, reason = ?, updated_at = ?"
                    " WHERE id = ?", (confidence, status, reason, event.occurred_at, memory_id))
 
-    def _forget(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str], reason: str) -> None:
+    def _forget(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str],
+                reason: str) -> None:
         if not ids:
             return
         refs = ids + [r[0] for r in db.execute(
-            f"SELECT ref FROM memory_turn_refs WHERE event_id IN ({','.join('?' * len(ids))})", ids)]
+            "SELECT ref FROM memory_turn_refs"
+            f" WHERE event_id IN ({','.join('?' * len(ids))})", ids)]
         marks_ids, marks_refs = ",".join("?" * len(ids)), ",".join("?" * len(refs))
         db.execute(
             "UPDATE memories SET status = 'forgotten', content = '', tags = '[]', reason = ?,"

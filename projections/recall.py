@@ -1,10 +1,10 @@
 """Recall: the read side that fills a token budget with the memory that matters most.
 
-Order (DESIGN.md, "Recall"): the workspace profile, project facts, MEMORY.md (capped), then
-scored results from every other projection — lexical (FTS5) always, semantic (cosine) when
-vectors exist — merged (BM25 scaled to the query's best hit, plus the cosine), deduplicated,
-weighted by confidence and freshness, and cut at the budget. Every item carries source, id, content, score, tokens,
-at and refs.
+Order (docs/architecture.md, "Recall"): the workspace profile, project facts, MEMORY.md
+(capped), then scored results from every other projection — lexical (FTS5) always, semantic
+(cosine) when vectors exist — merged (BM25 scaled to the query's best hit, plus the cosine),
+deduplicated, weighted by confidence and freshness, and cut at the budget. Every item
+carries source, id, content, score, tokens, at and refs.
 """
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ class _Filler:
         return True
 
 
-def _item(source: str, id_: str, content: str, score: float, at: str, refs: Sequence[str]) -> RecallItem:
+def _item(source: str, id_: str, content: str, score: float, at: str,
+          refs: Sequence[str]) -> RecallItem:
     return RecallItem(source, id_, content, round(score, 6), estimate(content), at, list(refs))
 
 
@@ -91,14 +92,16 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
     """Profile, project facts, then MEMORY.md up to its share; returns the content hashes
     used, so the scored part does not repeat them."""
     used: set[str] = set()
-    for type_, source in (("workspace_profile", "workspace_profile"), ("project_fact", "project_fact")):
+    for type_, source in (("workspace_profile", "workspace_profile"),
+                          ("project_fact", "project_fact")):
         for memory in list_memories(db, type_):
             if filler.add(_item(source, memory.id, memory.content, memory.confidence,
                                 memory.created_at, memory.refs)):
                 used.add(content_hash(memory.content))
     long_term = read_long_term(db)
     if long_term:
-        share = filler.room() if filler.budget <= 0 else min(filler.room(), LONG_TERM_SHARE * filler.budget)
+        share = (filler.room() if filler.budget <= 0
+                 else min(filler.room(), LONG_TERM_SHARE * filler.budget))
         text = _fit_lines(long_term, share)
         if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "", [])):
             used.add(content_hash(text))

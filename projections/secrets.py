@@ -64,6 +64,3 @@ def scrub(text: str) -> str:
     text = _ASSIGNED.sub(assigned, text)
     return _TOKEN.sub(lambda m: MASK if _looks_random(m.group(0)) else m.group(0), text)
 
-
-def has_secret(text: str) -> bool:
-    return scrub(text) != text

@@ -14,7 +14,7 @@ class SemanticSearch:
     """Cosine search for recall. The embedder loads on first use; the last query's vector
     is kept, so ``nearest`` and ``cosines`` of one recall embed it once."""
 
-    def __init__(self, home: Home, store: "ProjectionStore") -> None:
+    def __init__(self, home: Home, store: ProjectionStore) -> None:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
 
@@ -48,7 +48,7 @@ class SemanticSearch:
         return dict(vector_search(self.store, self.home, vector, len(wanted), keys_filter=wanted))
 
 
-def semantic_searcher(home: Home, store: "ProjectionStore") -> SemanticSearch | None:
+def semantic_searcher(home: Home, store: ProjectionStore) -> SemanticSearch | None:
     """None when no embedding model is active (recall is then lexical only)."""
     from .vector_cache import active_model
 

@@ -34,7 +34,8 @@ class StatsProjector(Projector):
                    " avg_tokens_per_sec REAL, recorded_at TEXT NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS stats_open ("
                    " session_id TEXT PRIMARY KEY, budget_tokens INTEGER NOT NULL DEFAULT 0,"
-                   " injected_tokens INTEGER NOT NULL DEFAULT 0, compressed INTEGER NOT NULL DEFAULT 0,"
+                   " injected_tokens INTEGER NOT NULL DEFAULT 0,"
+                   " compressed INTEGER NOT NULL DEFAULT 0,"
                    " tps_sum REAL NOT NULL DEFAULT 0, tps_count INTEGER NOT NULL DEFAULT 0)")
 
     def drop(self, db: sqlite3.Connection) -> None:
@@ -86,7 +87,8 @@ def budget_summary(db: sqlite3.Connection, budget_pct: float, recent: int = 50) 
     """Mean use of the memory budget over the last ``recent`` sessions, and the advice (it
     never changes the setting itself)."""
     try:
-        rows = db.execute("SELECT budget_tokens, injected_tokens, avg_tokens_per_sec FROM memory_stats"
+        rows = db.execute("SELECT budget_tokens, injected_tokens, avg_tokens_per_sec"
+                          " FROM memory_stats"
                           " WHERE budget_tokens > 0 ORDER BY recorded_at DESC LIMIT ?",
                           (recent,)).fetchall()
     except sqlite3.OperationalError:

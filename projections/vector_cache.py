@@ -118,7 +118,7 @@ def pending_count(store_or_db: DbLike) -> int:
         (active.key,)).fetchone()[0]
 
 
-def matrix_of(blobs: Sequence[bytes], dimension: int) -> "np.ndarray":
+def matrix_of(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dimension)

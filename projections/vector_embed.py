@@ -47,7 +47,7 @@ def _texts(db: sqlite3.Connection, wanted: Sequence[tuple[str, str]]) -> dict[st
     return {h: text for h, text in rows if h in hashes}
 
 
-def embed_pending(store: "ProjectionStore", embedder: "OnnxEmbedder", batch_size: int = 64, *,
+def embed_pending(store: ProjectionStore, embedder: OnnxEmbedder, batch_size: int = 64, *,
                   progress: Callable[[int], None] | None = None, refresh: bool = True) -> int:
     """Embed every content that has items but no vector under the active model, newest
     first, ``batch_size`` texts at a time; each batch's vectors are written in one
@@ -63,7 +63,8 @@ def embed_pending(store: "ProjectionStore", embedder: "OnnxEmbedder", batch_size
             refresh_vectors(store)
         return 0
     if embedder.model_id != active.key:
-        raise ValueError(f"the embedder is for {embedder.model_id}, the active model is {active.key}")
+        raise ValueError(f"the embedder is for {embedder.model_id}, "
+                         f"the active model is {active.key}")
     pending = _pending(db, active.key)
     done = 0
     last_refresh = time.monotonic()

@@ -76,7 +76,7 @@ class Matrix:
     def capacity(self) -> int:
         return self.blocks * BLOCK
 
-    def scores(self, query: "np.ndarray", count: int) -> "np.ndarray":
+    def scores(self, query: np.ndarray, count: int) -> np.ndarray:
         import numpy as np
 
         used = -(-count // BLOCK)
@@ -136,7 +136,7 @@ def matrix_state(db: sqlite3.Connection) -> MatrixState | None:
     return MatrixState(*row) if row else None
 
 
-def _with_array(path: Path, dimension: int, blocks: int, fn: Callable[["np.ndarray"], None]) -> None:
+def _with_array(path: Path, dimension: int, blocks: int, fn: Callable[[np.ndarray], None]) -> None:
     """Map ``path`` writable (grown to ``blocks`` blocks if shorter) and call ``fn`` with its
     blocks as an array of shape (blocks, dimension, BLOCK); flushes before returning."""
     import numpy as np
@@ -152,7 +152,8 @@ def _with_array(path: Path, dimension: int, blocks: int, fn: Callable[["np.ndarr
             return
         region = mmap.mmap(handle.fileno(), HEADER + have * block_bytes)
         try:
-            fn(np.frombuffer(region, dtype=np.float32, offset=HEADER).reshape(have, dimension, BLOCK))
+            fn(np.frombuffer(region, dtype=np.float32, offset=HEADER)
+               .reshape(have, dimension, BLOCK))
             region.flush()
         finally:
             region.close()  # fn's views are gone once it returned
@@ -165,12 +166,12 @@ def _create_file(path: Path, dimension: int) -> None:
         handle.write(head + b"\0" * (HEADER - len(head)))
 
 
-def _write_columns(path: Path, dimension: int, start: int, vectors: "np.ndarray") -> None:
+def _write_columns(path: Path, dimension: int, start: int, vectors: np.ndarray) -> None:
     """Columns ``start …`` of the file get ``vectors`` (one row per item)."""
     if not len(vectors):
         return
 
-    def fill(array: "np.ndarray") -> None:
+    def fill(array: np.ndarray) -> None:
         done = 0
         while done < len(vectors):
             block, column = divmod(start + done, BLOCK)
@@ -186,7 +187,7 @@ def _zero_columns(path: Path, dimension: int, slots: Sequence[int]) -> None:
     if not slots or not path.is_file():
         return
 
-    def clear(array: "np.ndarray") -> None:
+    def clear(array: np.ndarray) -> None:
         for slot in slots:
             block, column = divmod(slot, BLOCK)
             if block < len(array):
@@ -212,7 +213,7 @@ _LIVE = ("SELECT v.key, v.content_hash, e.vector FROM vector_items v"
          " JOIN embeddings e ON e.content_hash = v.content_hash AND e.model = ?")
 
 
-def refresh_vectors(store: "ProjectionStore") -> int:
+def refresh_vectors(store: ProjectionStore) -> int:
     """Bring the matrix file in line with the projection and the cache; returns how many
     columns changed. Cheap when nothing did (one integer comparison). Runs under the
     projection db's write lock, so two processes never write the file at once.

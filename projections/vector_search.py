@@ -65,7 +65,7 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
             db.execute("COMMIT")
 
 
-def _top(keys: Sequence[str], scores: "np.ndarray", k: int) -> list[tuple[str, float]]:
+def _top(keys: Sequence[str], scores: np.ndarray, k: int) -> list[tuple[str, float]]:
     """Best ``k`` (score desc, key asc), one entry per key."""
     import numpy as np
 
@@ -77,7 +77,7 @@ def _top(keys: Sequence[str], scores: "np.ndarray", k: int) -> list[tuple[str, f
         keep = np.nonzero(scores >= threshold)[0]  # keep ties at the edge, sort them by key
     else:
         keep = np.arange(len(keys))
-    ranked = sorted(((-float(scores[i]), keys[i]) for i in keep))
+    ranked = sorted((-float(scores[i]), keys[int(i)]) for i in keep)
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for negative, key in ranked:
@@ -89,7 +89,7 @@ def _top(keys: Sequence[str], scores: "np.ndarray", k: int) -> list[tuple[str, f
     return out
 
 
-def _exact(db: sqlite3.Connection, active: ActiveModel, query: "np.ndarray", k: int, *,
+def _exact(db: sqlite3.Connection, active: ActiveModel, query: np.ndarray, k: int, *,
            keys: Sequence[str] | None = None, unslotted: bool = False) -> list[tuple[str, float]]:
     """Score straight from the cache: the fallback without a usable matrix file, the
     ``keys_filter`` path, and (``unslotted``) items the file does not have yet."""
@@ -115,7 +115,7 @@ def _exact(db: sqlite3.Connection, active: ActiveModel, query: "np.ndarray", k: 
 
 
 def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
-                 query: "np.ndarray", k: int) -> list[tuple[str, float]]:
+                 query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """Candidates from the file's scan, each checked against the projection (item still
     there, same content) and re-scored from the cache; widens the candidate set while too
     few survive the check."""
@@ -140,7 +140,7 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
                 " JOIN vector_items v ON v.key = s.key AND v.content_hash = s.content_hash"
                 " JOIN embeddings e ON e.content_hash = s.content_hash AND e.model = ?"
                 f" WHERE s.slot IN ({','.join('?' * len(chunk))})",
-                [active.key] + chunk).fetchall()
+                [active.key, *chunk]).fetchall()
         if len(rows) >= k or want >= count:
             break
         want = min(count, want * 4)

@@ -71,7 +71,8 @@ class VectorsProjector(ItemIndexProjector):
             bump(db)  # already embedded (a replay, or the same text again): joins the matrix
 
     def unstore(self, db: sqlite3.Connection, rowid: int, key: str) -> None:
-        row = db.execute("SELECT content_hash FROM vector_items WHERE rowid = ?", (rowid,)).fetchone()
+        row = db.execute("SELECT content_hash FROM vector_items WHERE rowid = ?",
+                         (rowid,)).fetchone()
         if row:
             self._removed.add(row[0])
         bump(db)

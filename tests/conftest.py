@@ -9,16 +9,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
+from click.testing import CliRunner, Result
 
+from cli.main import cli
 from events import EventLog, Home
-
-if TYPE_CHECKING:
-    from projections import ProjectionStore
+from projections import ProjectionStore, open_store
 
 REPO = Path(__file__).resolve().parent.parent
+Stores = tuple[EventLog, ProjectionStore]  # the ``stores`` fixture
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 
 
@@ -45,10 +45,15 @@ def locomo26() -> Path:
 
 
 @pytest.fixture
-def stores(home: Home) -> Iterator[tuple[EventLog, "ProjectionStore"]]:
-    """The home's log and projection store, open together."""
-    from projections import open_store
+def store(home: Home, log: EventLog) -> Iterator[ProjectionStore]:
+    """The home's projection store over ``log``."""
+    with open_store(home, log) as projection_store:
+        yield projection_store
 
+
+@pytest.fixture
+def stores(home: Home) -> Iterator[Stores]:
+    """The home's log and projection store, open together."""
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         yield log, store
 
@@ -91,6 +96,20 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def run(*args: str, ok: bool = True) -> Result:
+    """``diarist ARGS`` in this process (click's runner); with ``ok``, it must exit 0."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def run_cli(home: Home, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``diarist ARGS`` as a real process on ``home``."""
+    return subprocess.run([*diarist_cmd(), *args], env=subprocess_env(home), capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def diarist_cmd() -> list[str]:

@@ -2,30 +2,25 @@
 REPL through click with the scripted backend (the same code path as the HTTP backends)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
 from events import EventLog, Home
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.types import ProfileSet, Remembered
-from projections import open_store
-from workers.llm import ContextLengthExceeded, ScriptedBackend
 from workers.chat.session import COMPRESSED_PREFIX, ChatSession
+from workers.llm import ContextLengthExceeded, ScriptedBackend
 
-from .conftest import rules
-
-
+from .conftest import Stores, rules
 
 
 def config(**summary: object) -> Config:
     return Config(memory=MemoryConfig(rolling_summary=RollingSummaryConfig(**summary)))  # type: ignore[arg-type]
 
 
-def test_a_session_records_every_event(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_records_every_event(home: Home, stores: Stores, tmp_path: Path) -> None:
     log, store = stores
     log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
     log.append(Remembered(text="Ann keeps bees"), stream="memory")
@@ -47,10 +42,11 @@ def test_a_session_records_every_event(home: Home, stores, tmp_path: Path) -> No
     assert events[3].payload["reply_tokens"] and events[4].payload["turns"] == 1
 
 
-def test_history_is_compressed_at_the_threshold(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_history_is_compressed_at_the_threshold(home: Home, stores: Stores, tmp_path: Path) -> None:
     log, store = stores
     long_reply = " ".join(["word"] * 120)
-    backend = ScriptedBackend(rules(tmp_path, {"match": "^Summarise|decisions", "reply": "We chose X."},
+    backend = ScriptedBackend(rules(tmp_path,
+                                    {"match": "^Summarise|decisions", "reply": "We chose X."},
                                     {"reply": long_reply}), context_window=1000)
     notes: list[str] = []
     session = ChatSession(home, log, store, backend, config(warn_at_pct=0.8, keep_turns=2),
@@ -58,7 +54,8 @@ def test_history_is_compressed_at_the_threshold(home: Home, stores, tmp_path: Pa
     session.start()
     for i in range(8):
         session.send(f"message {i}")
-        assert session.context_use() < 0.8 or not session.history[0].content.startswith(COMPRESSED_PREFIX)
+        assert (session.context_use() < 0.8
+                or not session.history[0].content.startswith(COMPRESSED_PREFIX))
     compressed = log.read(types=["HistoryCompressed"])
     assert compressed and any("compressing older turns" in n for n in notes)
     assert session.history[0].content.startswith(COMPRESSED_PREFIX)
@@ -78,7 +75,7 @@ class OverflowOnce(ScriptedBackend):
         return super().chat(messages, **kw)
 
 
-def test_context_length_exceeded_compresses_and_retries_once(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_context_length_exceeded_compresses_and_retries_once(home: Home, stores: Stores) -> None:
     log, store = stores
     session = ChatSession(home, log, store, OverflowOnce(), config())
     session.start()
@@ -89,7 +86,8 @@ def test_context_length_exceeded_compresses_and_retries_once(home: Home, stores)
     assert len(log.read(types=["HistoryCompressed"])) == 1
 
 
-def test_an_interrupted_reply_is_recorded_as_such(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_interrupted_reply_is_recorded_as_such(home: Home, stores: Stores,
+                                                  tmp_path: Path) -> None:
     log, store = stores
     backend = ScriptedBackend(rules(tmp_path, {"reply": "one two three four five"}))
     session = ChatSession(home, log, store, backend, config())
@@ -110,7 +108,8 @@ def test_an_interrupted_reply_is_recorded_as_such(home: Home, stores, tmp_path: 
 
 def test_chat_repl_end_to_end(home: Home, tmp_path: Path) -> None:
     script = rules(tmp_path, {"match": "tea", "reply": "Green tea it is."})
-    keys = "what tea do I like?\n/status\n/remember I like green tea\n/recall green tea\n/nope\n/exit\n"
+    keys = ("what tea do I like?\n/status\n/remember I like green tea\n/recall green tea\n"
+            "/nope\n/exit\n")
     result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script", str(script)],
                                 input=keys, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -149,7 +148,7 @@ def test_chat_with_no_server_is_a_clear_error(home: Home) -> None:
     assert "Error:" in result.output and "Traceback" not in result.output
 
 
-def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores: Stores) -> None:
     log, store = stores
     secrets = ["sk-proj-Q8vN3mX0aLq7pR2tY9uW4eK1zz", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA",
                "hunter2-Pa55word"]

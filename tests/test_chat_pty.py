@@ -47,7 +47,7 @@ def test_a_session_in_a_real_terminal(home: Home, tmp_path: Path) -> None:
         term.expect(r"assistant> Your beehive is by the river\.")   # streamed reply
         for i in range(6):
             term.send(f"tell me more {i}")
-            term.expect(rf"word449[\s\S]*you> ?$" if i < 5 else r"word449")
+            term.expect(r"word449[\s\S]*you> ?$" if i < 5 else r"word449")
         term.expect(r"compressing older turns", timeout=30)
         term.send("/status")
         term.expect(r"compressions [1-9]")

@@ -13,16 +13,17 @@ from cli.main import cli
 from events import EventLog, Home
 from events.config import Config, MemoryConfig, load_config
 from events.types import Remembered
-from workers.llm import ChatReply, ChatStats, ScriptedBackend
 from workers.chat.session import ChatSession
+from workers.llm import ChatReply, ChatStats, ScriptedBackend
 
-from .conftest import rules
+from .conftest import Stores, rules
 
 CALL = '```json\n{"tool": "memory_search", "arguments": {"query": "bees", "limit": 3}}\n```'
 
 
 def tool_script(tmp_path: Path) -> Path:
-    return rules(tmp_path, {"match": r"^\[tool result memory_search\]", "reply": "Your bees are on the roof."},
+    return rules(tmp_path, {"match": r"^\[tool result memory_search\]",
+                            "reply": "Your bees are on the roof."},
                  {"match": "bees", "reply": CALL})
 
 
@@ -81,7 +82,7 @@ def test_config_turns_them_off_and_the_flag_back_on(home: Home, tmp_path: Path) 
     assert len(tool_calls(home)) == 1
 
 
-# --- the display filter -----------------------------------------------------------------------------
+# --- the display filter ---------------------------------------------------------------------------
 
 
 def feed(pieces: list[str], reply: ChatReply | None = None) -> tuple[list[str], ToolCallFilter]:
@@ -105,7 +106,8 @@ def test_a_normal_reply_streams_token_by_token() -> None:
 
 @pytest.mark.parametrize("pieces", [
     ["```json\n", '{"tool": ', '"memory_search", ', '"arguments": {"query": "bees"}}\n', "```"],
-    ["\n ", "`", "``", "json\n", '{"tool": "memory_search", "arguments": {"query": "bees"}}', "\n```"],
+    ["\n ", "`", "``", "json\n", '{"tool": "memory_search", "arguments": {"query": "bees"}}',
+     "\n```"],
     ['{"name": "memory_search", ', '"arguments": {"query": "bees"}}'],
 ])
 def test_a_text_tool_call_is_held_and_shown_as_a_label(pieces: list[str]) -> None:
@@ -157,7 +159,8 @@ def test_structured_calls_and_long_arguments_get_labels() -> None:
     assert tool_call_label("memory_get", {}) == "[memory_get]"
 
 
-def test_the_session_marks_the_end_of_each_model_call(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_session_marks_the_end_of_each_model_call(home: Home, stores: Stores,
+                                                      tmp_path: Path) -> None:
     log, store = stores
     session = ChatSession(home, log, store, ScriptedBackend(tool_script(tmp_path)), Config())
     session.start()

@@ -6,25 +6,17 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli.main import cli
 from events import EventLog, Home
 from projections import open_store
 
-from .conftest import make_turns, write_transcript
-
-
-def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
+from .conftest import make_turns, run, write_transcript
 
 
 def test_import_sync_verify_export_on_locomo(locomo26: Path, home: Home) -> None:
     first = run("import", str(locomo26))
-    assert f"Imported {locomo26}: 419 turns in 19 sessions; 457 events appended, 0 already" in first.output
+    assert (f"Imported {locomo26}: 419 turns in 19 sessions; 457 events appended, 0 already"
+            in first.output)
     second = run("import", str(locomo26))
     assert "0 events appended, 457 already in the log." in second.output
     assert "turns: at 457 (+457)" in run("sync").output
@@ -123,7 +115,8 @@ def test_log_json_writes_json_lines_to_stderr(home: Home, tmp_path: Path) -> Non
     assert any(entry["event"] == "import.done" and entry["appended"] == 4 for entry in logged)
 
 
-def test_unexpected_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_unexpected_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     import cli.main as main_module
 
     def explode(*_a, **_k):  # type: ignore[no-untyped-def]

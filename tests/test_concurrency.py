@@ -24,7 +24,14 @@ from events.types import TURN_TYPES, UserTurn
 from projections import all_projectors, open_store
 from projections.engine import ProjectionStore
 
-from .conftest import diarist_cmd, make_turns, stop_process, subprocess_env, write_transcript
+from .conftest import (
+    diarist_cmd,
+    make_turns,
+    run_cli,
+    stop_process,
+    subprocess_env,
+    write_transcript,
+)
 
 APPENDS = 300
 
@@ -100,11 +107,6 @@ def assert_log_invariants(log: EventLog) -> None:
         assert versions == list(range(1, n + 1)), stream
 
 
-def run_cli(home: Home, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*diarist_cmd(), *args], env=subprocess_env(home), capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def run_together(home: Home, *commands: list[str], timeout: float = 120
                  ) -> list[tuple[int, str, str]]:
     """Start the CLI commands at once; (exit code, stdout, stderr) of each."""
@@ -159,7 +161,8 @@ def test_two_processes_appending_at_once(home: Home, tmp_path: Path,
     with EventLog(home.events_db) as log:
         assert log.count() == 2 * APPENDS
         assert_log_invariants(log)
-        for who, result in zip("AB", results):  # each writer's events are in its own order
+        # each writer's events are in its own order
+        for who, result in zip("AB", results, strict=True):
             texts = [e.payload["text"] for e in log.read() if e.seq in set(result["seqs"])]
             assert texts == [f"{who} {i}" for i in range(APPENDS)]
         if streams[0] == streams[1]:
@@ -175,11 +178,12 @@ def test_many_connections_opening_a_fresh_log_at_once(tmp_path: Path) -> None:
         barrier = threading.Barrier(8)
         errors: list[BaseException] = []
 
-        def open_log() -> None:
+        def open_log(barrier: threading.Barrier = barrier, path: Path = path,
+                     errors: list[BaseException] = errors) -> None:
             barrier.wait()
             try:
                 EventLog(path).close()
-            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            except BaseException as exc:  # collected for the assertion
                 errors.append(exc)
 
         threads = [threading.Thread(target=open_log) for _ in range(8)]

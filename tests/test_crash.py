@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
 from events import EventLog, Home
-from events.transcript import import_file
 from events.log import NewEvent
+from events.transcript import import_file
 from events.types import TURN_TYPES, FactsExtracted, Remembered
 from projections import all_projectors, open_store
+
+from .conftest import diarist_cmd, make_turns, run_cli, subprocess_env, write_transcript
 
 SYNC_TURNS = 10_000          # long texts so FTS indexing makes sync take seconds
 SYNC_NOTES = 600             # Remembered + FactsExtracted events over 30 days: journal files
@@ -51,7 +52,7 @@ def notes(n: int, seed: int) -> list[NewEvent]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        at = dt.datetime(2024, 2, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=rng.randrange(720))
+        at = dt.datetime(2024, 2, 1, tzinfo=dt.UTC) + dt.timedelta(hours=rng.randrange(720))
         if i % 2:
             data = Remembered(text=f"note {i} about the garden river {rng.random():.6f}")
         else:
@@ -135,11 +136,6 @@ def fts_content_check(db: sqlite3.Connection) -> None:
     (the plain form only checks the index's own structure)."""
     db.execute("INSERT INTO turns_fts (turns_fts, rank) VALUES ('integrity-check', 1)")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-
-def run_cli(home: Home, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*diarist_cmd(), *args], env=subprocess_env(home), capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def kill9(proc: subprocess.Popen) -> int | None:

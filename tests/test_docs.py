@@ -13,7 +13,7 @@ from cli.main import cli
 from .conftest import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
-from gen_cli_docs import render, walk  # noqa: E402
+from gen_cli_docs import render, walk
 
 COMMANDS = [(path, command) for path, command in walk(cli, ["diarist"])]
 
@@ -48,3 +48,11 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_console_script_is_installed() -> None:
     done = subprocess.run(["diarist", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "import" in done.stdout
+
+
+def test_architecture_tree_is_current() -> None:
+    from gen_tree import DOC, render
+
+    text = DOC.read_text(encoding="utf-8")
+    assert text == render(text), (
+        "docs/architecture.md's tree is stale: run `python scripts/gen_tree.py`")

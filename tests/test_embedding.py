@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 
 from events import EventLog, Home
-from projections.embedding import (BASE_MODEL, DIMENSION, ActiveModel, ModelUnavailable,
-                                   OnnxEmbedder, load_embedder, model_checksum, model_files)
+from projections.embedding import (
+    BASE_MODEL,
+    DIMENSION,
+    ActiveModel,
+    ModelUnavailable,
+    OnnxEmbedder,
+    load_embedder,
+    model_checksum,
+    model_files,
+)
 from workers.models import embedding as models
 from workers.models.embedding import ensure_model
 
@@ -62,13 +70,13 @@ def test_fp32_matches_sentence_transformers(exported_model: Path, reference: np.
     vectors = embedder(exported_model, "fp32").embed(SENTENCES)
     assert vectors.shape == (len(SENTENCES), DIMENSION) and vectors.dtype == np.float32
     cosines = (vectors * reference).sum(axis=1)
-    assert cosines.min() >= 0.99, dict(zip(SENTENCES, cosines.round(4)))
+    assert cosines.min() >= 0.99, dict(zip(SENTENCES, cosines.round(4), strict=True))
 
 
 def test_int8_stays_close(exported_model: Path, reference: np.ndarray) -> None:
     vectors = embedder(exported_model, "int8").embed(SENTENCES)
     cosines = (vectors * reference).sum(axis=1)
-    assert cosines.min() >= 0.90, dict(zip(SENTENCES, cosines.round(4)))
+    assert cosines.min() >= 0.90, dict(zip(SENTENCES, cosines.round(4), strict=True))
 
 
 def test_vectors_are_unit_length_in_input_order(exported_model: Path) -> None:
@@ -115,7 +123,8 @@ def test_the_hot_path_imports_no_torch(model_home: Home, tmp_path: Path) -> None
         "assert embed_pending(store, model) == 1\n"
         "hits = vector_search(store, home, model.embed_one('a new dog'), 3)\n"
         "assert hits and hits[0][1] > 0.3, hits\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers')"
+        " if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "print('ok')\n", encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], env=subprocess_env(model_home),
@@ -171,7 +180,7 @@ def test_racing_processes_append_one_choice(model_home: Home, no_export: list[Pa
         assert len(choices(log)) == 1 and set(results) == {log.read()[0].id}
 
 
-def copy_export(source: Path):  # noqa: ANN201 - a stand-in for export_model
+def copy_export(source: Path):  # a stand-in for export_model
     calls: list[Path] = []
 
     def export(target: Path) -> dict:
@@ -214,7 +223,8 @@ def test_a_different_export_is_recorded_as_a_new_choice(
     second = ensure_model(model_home, log, "int8")
     assert second.id != first.id and second.seq > first.seq
     assert second.payload["checksum"] != first.payload["checksum"]
-    assert second.payload["checksum"] == model_checksum(model_file, model_file.with_name("tokenizer.json"))
+    assert second.payload["checksum"] == model_checksum(model_file,
+                                                        model_file.with_name("tokenizer.json"))
     assert len(choices(log)) == 2
     assert ensure_model(model_home, log, "int8").id == second.id  # and now it is settled
 

@@ -13,11 +13,13 @@ from cli.main import cli
 from events import EventLog, Home
 from events.config import Config, MemoryConfig
 from events.types import Remembered
-from projections import open_store
+from projections import ProjectionStore, open_store
 from projections.journal import entries_for
+from workers.chat.session import SYSTEM_PROMPT, ChatSession
 from workers.chat.shadow_journal import EXTRACT_PROMPT, clean_facts, parse_facts, shadow_journal
 from workers.llm import ScriptedBackend
-from workers.chat.session import SYSTEM_PROMPT, ChatSession
+
+from .conftest import Stores
 
 
 class Recording(ScriptedBackend):
@@ -30,14 +32,16 @@ class Recording(ScriptedBackend):
 
     def reply_for(self, messages: list[dict]) -> str:
         self.calls.append(messages)
-        return self.extraction_reply if messages[0]["content"] == EXTRACT_PROMPT else self.chat_reply
+        return (self.extraction_reply if messages[0]["content"] == EXTRACT_PROMPT
+                else self.chat_reply)
 
     def extraction_calls(self) -> list[list[dict]]:
         return [m for m in self.calls if m[0]["content"] == EXTRACT_PROMPT]
 
 
 
-def exchange(home: Home, log: EventLog, store, backend, text: str = "I keep bees in the garden"):  # type: ignore[no-untyped-def]
+def exchange(home: Home, log: EventLog, store: ProjectionStore, backend,
+             text: str = "I keep bees in the garden"):  # type: ignore[no-untyped-def]
     session = ChatSession(home, log, store, backend, Config())
     session.start()
     session.send(text)
@@ -50,11 +54,13 @@ def exchange(home: Home, log: EventLog, store, backend, text: str = "I keep bees
     ('{"facts": ["User keeps bees"]}', ["User keeps bees"]),
     ('{"new": ["User keeps bees"]}', ["User keeps bees"]),
     ('```json\n["User keeps bees"]\n```', ["User keeps bees"]),
-    ('Sure! Here are the facts:\n```\n["User keeps bees"]\n```\nHope it helps.', ["User keeps bees"]),
+    ('Sure! Here are the facts:\n```\n["User keeps bees"]\n```\nHope it helps.',
+     ["User keeps bees"]),
     ('Here you go: ["User keeps bees"] done', ["User keeps bees"]),
     ('[{"fact": "User keeps bees"}, {"text": "Works on diarist"}, {"x": 1}]',
      ["User keeps bees", "Works on diarist"]),
-    ("- User keeps bees\n* Works on diarist\n1. Lives in Kent", ["User keeps bees", "Works on diarist", "Lives in Kent"]),
+    ("- User keeps bees\n* Works on diarist\n1. Lives in Kent",
+     ["User keeps bees", "Works on diarist", "Lives in Kent"]),
     ('"User keeps bees"', ["User keeps bees"]),
     ("[]", []), ("", []), ("None.", []), ("Nothing new", []), ("No new facts.", []),
     ("I don't think anything here is worth remembering", []), ("{not json", []), ("42", []),
@@ -72,7 +78,7 @@ def test_cleaning_drops_short_duplicate_known_and_caps() -> None:
     assert all(len(f) <= 200 for f in out)
 
 
-def test_facts_are_recorded_and_journalled(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_facts_are_recorded_and_journalled(home: Home, stores: Stores) -> None:
     log, store = stores
     backend = Recording('["User keeps bees"]')
     session, user_id, assistant_id = exchange(home, log, store, backend)
@@ -89,16 +95,17 @@ def test_facts_are_recorded_and_journalled(home: Home, stores) -> None:  # type:
     assert "[tiny] User keeps bees" in (home.memory_dir / f"{date}.md").read_text()
 
 
-def test_nothing_new_appends_nothing(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_new_appends_nothing(home: Home, stores: Stores) -> None:
     log, store = stores
     backend = Recording("[]")
     session, user_id, assistant_id = exchange(home, log, store, backend)
     before = log.head()
-    assert shadow_journal(home, log, session.id, user_id, assistant_id, backend, store=store) is None
+    assert shadow_journal(home, log, session.id, user_id, assistant_id, backend,
+                          store=store) is None
     assert log.head() == before and not log.read(types=["FactsExtracted"])
 
 
-def test_facts_already_in_todays_journal_are_dropped(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_facts_already_in_todays_journal_are_dropped(home: Home, stores: Stores) -> None:
     log, store = stores
     log.append(Remembered(text="User keeps bees"), stream="memory")
     backend = Recording('["user keeps  bees", "Bees are in the garden"]')
@@ -109,7 +116,7 @@ def test_facts_already_in_todays_journal_are_dropped(home: Home, stores) -> None
     assert "- User keeps bees" in prompt[1]["content"]  # today's journal given as known
 
 
-def test_prompt_holds_only_the_two_turns(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_prompt_holds_only_the_two_turns(home: Home, stores: Stores) -> None:
     log, store = stores
     log.append(Remembered(text="Injected-only memory about zebras"), stream="memory")
     store.catch_up_all()
@@ -127,7 +134,7 @@ def test_prompt_holds_only_the_two_turns(home: Home, stores) -> None:  # type: i
     assert messages[1]["content"].count("zebras") == 2
 
 
-def test_the_same_turn_twice_appends_once(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_turn_twice_appends_once(home: Home, stores: Stores) -> None:
     log, store = stores
     backend = Recording('["User keeps bees"]')
     session, user_id, assistant_id = exchange(home, log, store, backend)
@@ -137,7 +144,7 @@ def test_the_same_turn_twice_appends_once(home: Home, stores) -> None:  # type: 
     assert len(log.read(types=["FactsExtracted"])) == 1 and len(backend.extraction_calls()) == 1
 
 
-def test_replay_brings_the_lines_back_without_the_model(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_replay_brings_the_lines_back_without_the_model(home: Home, stores: Stores) -> None:
     log, store = stores
     backend = Recording('["User keeps bees"]')
     session, user_id, assistant_id = exchange(home, log, store, backend)
@@ -179,7 +186,8 @@ def test_chat_repl_with_the_shadow_journal(home: Home, tmp_path: Path) -> None:
     """No worker runs: the chat extracts on its background thread, and at session end it has
     waited for it and caught the projections up (nothing else runs after it here)."""
     result = CliRunner().invoke(
-        cli, ["chat", "--backend", "scripted", "--script", str(_script(tmp_path)), "--shadow-journal"],
+        cli, ["chat", "--backend", "scripted", "--script", str(_script(tmp_path)),
+              "--shadow-journal"],
         input="I keep bees\n/exit\n", catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "assistant> How lovely." in result.output
@@ -200,7 +208,8 @@ def test_chat_repl_with_the_shadow_journal(home: Home, tmp_path: Path) -> None:
 
 
 def test_chat_repl_without_the_switch_extracts_nothing(home: Home, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script", str(_script(tmp_path))],
+    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script",
+                                      str(_script(tmp_path))],
                                 input="I keep bees\n/exit\n", catch_exceptions=False)
     assert result.exit_code == 0, result.output
     with EventLog(home.events_db) as log:

@@ -8,25 +8,16 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli.main import cli
 from events import EventLog, Home
 from events.types import LongTermRewritten
 from projections import open_store
 from projections.items import content_hash
 
-from .conftest import make_turns, write_transcript
+from .conftest import make_turns, run, write_transcript
 
 NOTE = "my bike lock combination is tangerine-5150"
 TURN = "I secretly adopted an axolotl named Quizzleworth"
-
-
-def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 def occurrences(home: Home, needles: list[str]) -> list[str]:
@@ -51,7 +42,8 @@ def occurrences(home: Home, needles: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("key_kind", ["memory id", "turn ref"])
 def test_forget_leaves_no_trace_outside_the_log(model_home: Home, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch, key_kind: str) -> None:
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                key_kind: str) -> None:
     monkeypatch.delenv("DIARIST_NO_EMBED")
     turns = make_turns(12)
     turns[4]["text"] = TURN
@@ -63,7 +55,8 @@ def test_forget_leaves_no_trace_outside_the_log(model_home: Home, tmp_path: Path
     assert "embeddings:" in run("sync").output
     with open_store(model_home) as store:
         hashes = [r[0] for r in store.db.execute("SELECT content_hash FROM vector_items")]
-        assert store.db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] >= len(set(hashes)) > 0
+        assert (store.db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+                >= len(set(hashes)) > 0)
 
     if key_kind == "memory id":
         key, needles, query = note_id, ["tangerine-5150", "bike lock combination"], "bike lock"

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from workers.chat.handoff import AfterReply
 from cli.main import cli
 from events import EventLog, Home
 from events.config import Config
 from projections import open_store
 from workers.app import configure, huey
+from workers.chat.handoff import AfterReply
+from workers.chat.session import ChatSession
 from workers.chat.shadow_journal import EXTRACT_PROMPT
 from workers.llm import ScriptedBackend
 from workers.presence import hold_worker_lock, worker_present
-from workers.chat.session import ChatSession
 from workers.tasks import SHADOW_JOURNAL_TASK
 
 from .conftest import diarist_cmd, stop_process, subprocess_env
@@ -84,8 +84,11 @@ class Worker:
         self._err.close()
 
 
+StartWorker = Callable[..., Worker]
+
+
 @pytest.fixture
-def start_worker(home: Home, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+def start_worker(home: Home, tmp_path: Path) -> Iterator[StartWorker]:
     started: list[Worker] = []
 
     def start(name: str = "worker") -> Worker:
@@ -116,7 +119,8 @@ def test_presence_is_the_lock_and_several_workers_share_it(home: Home) -> None:
     assert "worker: none running here" in status
 
 
-def test_a_killed_worker_is_not_present(home: Home, start_worker) -> None:  # type: ignore[no-untyped-def]
+def test_a_killed_worker_is_not_present(home: Home, start_worker: Callable[...,
+                                        subprocess.Popen]) -> None:
     first = start_worker("first")
     wait_for(lambda: worker_present(home), what="the first worker's lock")
     wait_for(lambda: home.worker_lock.read_text().strip() == str(first.proc.pid))
@@ -136,7 +140,7 @@ def test_a_killed_worker_is_not_present(home: Home, start_worker) -> None:  # ty
 
 
 def test_with_a_worker_present_the_chat_only_queues(home: Home, tmp_path: Path,
-                                                    start_worker) -> None:  # type: ignore[no-untyped-def]
+                                                    start_worker: StartWorker) -> None:
     """The lock is held (a worker that has not consumed anything yet): the chat does none of
     the work itself — no extraction, no catch-up past what it found — and queues it all;
     then a real worker picks the queue up and does it."""
@@ -170,12 +174,13 @@ def test_with_a_worker_present_the_chat_only_queues(home: Home, tmp_path: Path,
     day = home.memory_dir / f"{event.occurred_at[:10]}.md"
     assert "User keeps bees" in day.read_text()
     wait_for(lambda: any(line.get("event") == "shadow_journal.appended" for line in worker.lines()))
-    (appended,) = [line for line in worker.lines() if line.get("event") == "shadow_journal.appended"]
+    (appended,) = [line for line in worker.lines()
+                   if line.get("event") == "shadow_journal.appended"]
     assert appended["event_id"] == event.id and appended["pid"] == worker.proc.pid
 
 
 def test_a_running_worker_does_the_chats_work(home: Home, tmp_path: Path,
-                                              start_worker) -> None:  # type: ignore[no-untyped-def]
+                                              start_worker: StartWorker) -> None:
     """A real worker and a real chat process: the worker, not the chat, appends the facts.
     (Were the chat to extract in-process, the worker's task would find the idempotency key
     taken and log `nothing_new` instead of `appended`.)"""

@@ -3,18 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from events import EventLog, Home
+from events import EventLog
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, ProjectFactsDetected, UserTurn
-from projections import open_store
+from projections import ProjectionStore
 from projections.inject import budget_for, build_injection
 from projections.tokens import estimate
-
-
-@pytest.fixture
-def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
-    with open_store(home, log) as s:
-        yield s
 
 
 def test_budget_for() -> None:
@@ -24,8 +18,10 @@ def test_budget_for() -> None:
 
 
 @pytest.mark.parametrize("window", [2048, 4096])
-def test_block_fits_a_2048_window_with_thousands_of_memories(log: EventLog, store, window: int) -> None:  # type: ignore[no-untyped-def]
-    log.append(ProfileSet(fields={"name": "Ann", "role": "backend developer", "tools": "Python, Go"}),
+def test_block_fits_a_2048_window_with_thousands_of_memories(log: EventLog, store,  # type: ignore[no-untyped-def]
+                                                             window: int) -> None:
+    log.append(ProfileSet(fields={"name": "Ann", "role": "backend developer",
+                                  "tools": "Python, Go"}),
                stream="profile")
     log.append(ProjectFactsDetected(facts=[{"key": "language", "value": "Python 3.11"},
                                            {"key": "tests", "value": "pytest"}]), stream="profile")
@@ -46,7 +42,7 @@ def test_block_fits_a_2048_window_with_thousands_of_memories(log: EventLog, stor
     assert "- name: Ann" in lines and "- language: Python 3.11" in lines
 
 
-def test_tiny_budgets_give_an_empty_or_fitting_block(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_tiny_budgets_give_an_empty_or_fitting_block(log: EventLog, store: ProjectionStore) -> None:
     log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
     store.catch_up_all()
     for budget in (0, 5, 20, 40):

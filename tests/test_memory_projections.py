@@ -3,35 +3,37 @@ rebuildable, crash-safe files, and forgetting."""
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 import projections.engine as engine
 from events import EventLog, Home
-from events.types import (FactsExtracted, LongTermRewritten, MemoriesMerged, MemoriesMined,
-                          MemoryFlagged, MemoryForgotten, MemorySuperseded, ProfileSet,
-                          Remembered, UserTurn)
-from projections import open_store
+from events.types import (
+    FactsExtracted,
+    LongTermRewritten,
+    MemoriesMerged,
+    MemoriesMined,
+    MemoryFlagged,
+    MemoryForgotten,
+    MemorySuperseded,
+    ProfileSet,
+    Remembered,
+    UserTurn,
+)
+from projections import ProjectionStore
 from projections.long_term import CAP, MARKER, cap
 from projections.memories import get_memory, list_memories
 from projections.search import search
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def at(day: int, hour: int = 10) -> dt.datetime:
     return dt.datetime(2024, 3, day, hour, 15, 30, tzinfo=UTC)
 
 
-@pytest.fixture
-def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
-    with open_store(home, log) as s:
-        yield s
-
-
-def test_journal_files_per_utc_day(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_journal_files_per_utc_day(home: Home, log: EventLog, store: ProjectionStore) -> None:
     log.append(Remembered(text="Use uv for installs"), stream="memory", occurred_at=at(1))
     log.append(FactsExtracted(from_events=["E1"], facts=["Ann lives in Oslo", " "],
                               model="qwen", refs=["c:1"]), stream="memory", occurred_at=at(1, 11))
@@ -47,7 +49,8 @@ def test_journal_files_per_utc_day(home: Home, log: EventLog, store) -> None:  #
     assert (home.memory_dir / "2024-03-02.md").read_text().endswith("- 10:15:30 [user] next day\n")
 
 
-def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: EventLog,  # type: ignore[no-untyped-def]
+                                                            store) -> None:
     home.memory_dir.mkdir(parents=True)
     mine = {"notes.md": "my own notes\n", "2024-3-1.md": "not a journal name\n",
             "2024-03-01.md.bak": "backup\n"}
@@ -61,7 +64,8 @@ def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: Eve
     assert (home.memory_dir / "2024-03-01.md").exists()
 
 
-def test_a_stale_journal_file_is_replaced_on_rebuild(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_a_stale_journal_file_is_replaced_on_rebuild(home: Home, log: EventLog,
+                                                     store: ProjectionStore) -> None:
     log.append(Remembered(text="kept"), stream="memory", occurred_at=at(1))
     store.catch_up_all()
     (home.memory_dir / "2024-03-09.md").write_text("# stale day nobody wrote\n")
@@ -72,7 +76,7 @@ def test_a_stale_journal_file_is_replaced_on_rebuild(home: Home, log: EventLog, 
 
 
 def test_a_file_write_that_crashes_is_redone_on_the_next_catch_up(
-        home: Home, log: EventLog, store, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+        home: Home, log: EventLog, store: ProjectionStore, monkeypatch: pytest.MonkeyPatch) -> None:
     log.append(Remembered(text="survives a crash"), stream="memory", occurred_at=at(1))
 
     def crash(path: Path, content: str | None) -> None:
@@ -97,7 +101,8 @@ def test_memory_md_is_capped_at_a_line_boundary() -> None:
     assert cap("short\n") == "short\n"
 
 
-def test_memory_md_follows_the_latest_rewrite(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_memory_md_follows_the_latest_rewrite(home: Home, log: EventLog,
+                                              store: ProjectionStore) -> None:
     log.append(LongTermRewritten(content="# Old\n- a\n"), stream="memory")
     log.append(LongTermRewritten(content="# Facts\n- Ann uses vim\n\n# Projects\n- diarist\n"),
                stream="memory")
@@ -108,7 +113,7 @@ def test_memory_md_follows_the_latest_rewrite(home: Home, log: EventLog, store) 
     assert sorted(sections) == ["# Facts\n- Ann uses vim", "# Projects\n- diarist"]
 
 
-def test_memory_lifecycle(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_memory_lifecycle(log: EventLog, store: ProjectionStore) -> None:
     mined = [{"id": f"m{i}", "type": "tool_use", "content": f"tip {i}", "kind": "pattern",
               "action": "add", "confidence": 0.9, "tags": ["git"], "refs": [f"c:{i}"]}
              for i in range(4)]
@@ -123,11 +128,12 @@ def test_memory_lifecycle(log: EventLog, store) -> None:  # type: ignore[no-unty
     assert m0.status == "superseded" and m1.supersedes == ["m0"] and m1.status == "superseded"
     assert m3.supersedes == ["m1", "m2"] and m3.kind == "pattern" and m3.tags == ["git"]
     assert m3.status == "archived" and m3.confidence == pytest.approx(0.2)
-    assert [m.content for m in list_memories(store.db, "workspace_profile")] == ["name: Ann", "role: dev"]
+    assert ([m.content for m in list_memories(store.db, "workspace_profile")]
+            == ["name: Ann", "role: dev"])
     assert list_memories(store.db, "tool_use") == []
 
 
-def test_flag_archives_only_at_point_two(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_flag_archives_only_at_point_two(log: EventLog, store: ProjectionStore) -> None:
     log.append(Remembered(text="maybe"), stream="memory")
     memory_id = log.read()[0].id
     for _ in range(7):
@@ -141,7 +147,7 @@ def test_flag_archives_only_at_point_two(log: EventLog, store) -> None:  # type:
 
 
 def test_forget_removes_from_journal_memories_search_and_memory_md(
-        home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+        home: Home, log: EventLog, store: ProjectionStore) -> None:
     note = log.append(Remembered(text="my locker code is zanzibar-42"), stream="memory",
                       occurred_at=at(1))
     log.append(Remembered(text="keep this"), stream="memory", occurred_at=at(1))
@@ -156,13 +162,15 @@ def test_forget_removes_from_journal_memories_search_and_memory_md(
     store.catch_up_all()
     assert "zanzibar" not in (home.memory_dir / "2024-03-01.md").read_text()
     assert (home.memory_dir / "MEMORY.md").read_text() == "# Notes\n- new\n"
-    assert get_memory(store.db, note.id).content == "" and get_memory(store.db, note.id).status == "forgotten"
+    assert (get_memory(store.db, note.id).content == ""
+            and get_memory(store.db, note.id).status == "forgotten")
     assert search(store.db, "zanzibar locker", 10) == []
     for name in ("journal", "long_term", "memories", "search"):
         store.check(name)
 
 
-def test_forgetting_a_turn_removes_what_derives_from_it(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_forgetting_a_turn_removes_what_derives_from_it(log: EventLog,
+                                                        store: ProjectionStore) -> None:
     turn = log.append(UserTurn(session="s", text="I adopted a cat called Pixel"), stream="s",
                       ref="c:7")
     log.append(FactsExtracted(from_events=[turn.id], facts=["User has a cat named Pixel"],
@@ -176,15 +184,21 @@ def test_forgetting_a_turn_removes_what_derives_from_it(log: EventLog, store) ->
     assert store.db.execute("SELECT COUNT(*) FROM journal_entries").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("query", ['"', "*", "AND(", "a:b", "NEAR(x y)", "^", "(((", "' OR 1=1 --",
-                                   "", "   ", "col:*", '"unterminated'])
-def test_search_never_raises(log: EventLog, store, query: str) -> None:  # type: ignore[no-untyped-def]
-    log.append(Remembered(text="AND near col value"), stream="memory")
+@pytest.mark.parametrize("query, found", [
+    ('"', False), ("*", False), ("AND(", True), ("a:b", False), ("NEAR(x y)", True),
+    ("^", False), ("(((", False), ("' OR 1=1 --", False), ("", False), ("   ", False),
+    ("col:*", True), ('"unterminated', False)])
+def test_search_takes_fts_syntax_as_words(log: EventLog, store: ProjectionStore, query: str,
+                                          found: bool) -> None:
+    """Operators, quotes and SQL never raise; the query's words are searched as words."""
+    note = log.append(Remembered(text="AND near col value"), stream="memory")
     store.catch_up_all()
-    search(store.db, query, 5)
+    hits = search(store.db, query, 5)
+    assert bool(hits) == found
+    assert all(note.id in h.id for h in hits), [h.id for h in hits]  # the note, nothing else
 
 
-def test_secrets_never_reach_projections(home: Home, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_secrets_never_reach_projections(home: Home, log: EventLog, store: ProjectionStore) -> None:
     key = "sk-proj-Zx81NvQ0aLm3pR7tY2uW9eK4"
     log.append(UserTurn(session="s", text=f"here is my key {key} and password: hunter2pass"),
                stream="s", ref="c:1")

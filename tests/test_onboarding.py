@@ -13,9 +13,15 @@ from events import EventLog, Home
 from projections import open_store
 from projections.memories import list_memories
 from projections.recall import recall
-from workers.chat.onboarding import (clean_remote, detect_project_facts, needs_onboarding,
-                                onboarding_declined, record_declined, record_profile,
-                                record_project_facts)
+from workers.chat.onboarding import (
+    clean_remote,
+    detect_project_facts,
+    needs_onboarding,
+    onboarding_declined,
+    record_declined,
+    record_profile,
+    record_project_facts,
+)
 
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -122,7 +128,8 @@ def test_profile_and_needs_onboarding(home: Home, log: EventLog) -> None:
         assert needs_onboarding(store)
         assert record_profile(log, {"name": "  ", "role": ""}) is None
         event = record_profile(log, {"name": "Ann", "role": " ", "tools": "Python,  Go"})
-        assert event is not None and event.payload["fields"] == {"name": "Ann", "tools": "Python, Go"}
+        assert (event is not None
+                and event.payload["fields"] == {"name": "Ann", "tools": "Python, Go"})
         store.catch_up_all()
         assert not needs_onboarding(store)
         head = recall(store.db, "bees", budget=0)

@@ -9,23 +9,18 @@ import pytest
 from events import EventLog, Home, RecordedEvent
 from events.transcript import import_file
 from events.types import Remembered, SessionStarted, UserTurn
-from projections import ProjectionStore, TurnsProjector, all_projectors, open_store
+from projections import ProjectionStore, TurnsProjector, all_projectors
 from projections.turns import search_turns
 
 from .conftest import make_turns, write_transcript
-
-
-@pytest.fixture
-def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
-    with open_store(home, log) as s:
-        yield s
 
 
 def rows(store: ProjectionStore) -> list[tuple]:
     return store.db.execute("SELECT seq, role, name, text, ref FROM turns ORDER BY seq").fetchall()
 
 
-def test_catch_up_projects_turns_and_advances_over_ignored_events(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_catch_up_projects_turns_and_advances_over_ignored_events(log: EventLog,
+                                                                  store: ProjectionStore) -> None:
     log.append(SessionStarted(session="s"), stream="s")
     log.append(UserTurn(session="s", text="the cat sat", name="Ann"), stream="s", ref="r1")
     log.append(Remembered(text="not a turn"), stream="memory")
@@ -35,7 +30,8 @@ def test_catch_up_projects_turns_and_advances_over_ignored_events(log: EventLog,
     assert store.catch_up("turns") == 0
 
 
-def test_catch_up_resumes_after_the_stored_position(log: EventLog, store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_catch_up_resumes_after_the_stored_position(log: EventLog, store: ProjectionStore,
+                                                    tmp_path: Path) -> None:
     import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(50)))
     store.catch_up("turns", upto=20, batch_size=7)
     assert store.position("turns") == 20
@@ -52,7 +48,8 @@ class Boom(Exception):
     pass
 
 
-def test_a_failed_batch_leaves_output_and_position_untouched(log: EventLog, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_batch_leaves_output_and_position_untouched(log: EventLog, store,  # type: ignore[no-untyped-def]
+                                                             tmp_path) -> None:
     import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(30)))
     store.catch_up("turns", upto=10)
     before = (rows(store), store.position("turns"))
@@ -74,7 +71,8 @@ def test_a_failed_batch_leaves_output_and_position_untouched(log: EventLog, stor
     assert len(rows(store)) == 30
 
 
-def test_rebuild_and_digest_are_deterministic(log: EventLog, store, tmp_path, home) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_and_digest_are_deterministic(log: EventLog, store: ProjectionStore,
+                                              tmp_path: Path, home: Home) -> None:
     import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(40)))
     store.catch_up_all()
     live = store.digest("turns")
@@ -87,7 +85,8 @@ def test_rebuild_and_digest_are_deterministic(log: EventLog, store, tmp_path, ho
     assert store.digest("turns") != live
 
 
-def test_a_new_projector_version_rebuilds_on_catch_up(log: EventLog, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_projector_version_rebuilds_on_catch_up(log: EventLog, store: ProjectionStore,
+                                                      tmp_path: Path) -> None:
     import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(5)))
     store.catch_up("turns")
     store.db.execute("DELETE FROM turns WHERE seq = 2")  # stale output of "an older version"
@@ -97,7 +96,7 @@ def test_a_new_projector_version_rebuilds_on_catch_up(log: EventLog, store, tmp_
     assert next(s for s in store.status() if s.name == "turns").version == TurnsProjector.version
 
 
-def test_status_reports_position_and_lag(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_status_reports_position_and_lag(log: EventLog, store: ProjectionStore) -> None:
     for i in range(5):
         log.append(UserTurn(session="s", text=f"t{i}"), stream="s")
     store.catch_up("turns", upto=2)
@@ -105,15 +104,23 @@ def test_status_reports_position_and_lag(log: EventLog, store) -> None:  # type:
     assert (status.name, status.position, status.head, status.lag) == ("turns", 2, 5, 3)
 
 
-@pytest.mark.parametrize("query", ['"', "*", "AND(", "a:b", "NEAR(x y)", "-", "^start", "(((",
-                                   "col:value OR", "'; DROP TABLE turns; --", ""])
-def test_search_never_raises_on_fts_syntax(log: EventLog, store, query: str) -> None:  # type: ignore[no-untyped-def]
-    log.append(UserTurn(session="s", text="AND value start col"), stream="s")
+@pytest.mark.parametrize("query, found", [
+    ('"', False), ("*", False), ("AND(", True), ("a:b", False), ("NEAR(x y)", False),
+    ("-", False), ("^start", True), ("(((", False), ("col:value OR", True),
+    ("'; DROP TABLE turns; --", False), ("", False)])
+def test_fts_syntax_is_searched_as_words(log: EventLog, store: ProjectionStore, query: str,
+                                         found: bool) -> None:
+    """FTS5 operators and SQL metacharacters never raise: the query's words are searched as
+    words (a word of the turn is found, punctuation alone finds nothing)."""
+    log.append(UserTurn(session="s", text="AND value start col"), stream="s", ref="r:1")
     store.catch_up("turns")
-    search_turns(store.db, query)  # must not raise
+    hits = search_turns(store.db, query)
+    assert [h.ref for h in hits] == (["r:1"] if found else [])
+    assert store.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 1  # nothing dropped
 
 
-def test_search_finds_turns_with_their_refs(locomo26: Path, log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_search_finds_turns_with_their_refs(locomo26: Path, log: EventLog,
+                                            store: ProjectionStore) -> None:
     import_file(log, locomo26)
     store.catch_up_all()
     hits = search_turns(store.db, "When did Caroline go to the LGBTQ support group?", k=5)

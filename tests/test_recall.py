@@ -5,38 +5,32 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli.main import cli
 from events import EventLog, Home
 from events.transcript import import_file
-from events.types import (LongTermRewritten, MemoriesMined, MemoryFlagged, ProfileSet,
-                          ProjectFactsDetected, Remembered, UserTurn)
-from projections import open_store
+from events.types import (
+    LongTermRewritten,
+    MemoriesMined,
+    MemoryFlagged,
+    ProfileSet,
+    ProjectFactsDetected,
+    Remembered,
+    UserTurn,
+)
+from projections import ProjectionStore
 from projections.recall import recall
 from projections.tokens import estimate
 
-from .conftest import make_turns, write_transcript
-
-
-def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
-
-@pytest.fixture
-def store(home: Home, log: EventLog):  # type: ignore[no-untyped-def]
-    with open_store(home, log) as s:
-        yield s
+from .conftest import make_turns, run, write_transcript
 
 
 def seed(log: EventLog) -> None:
     log.append(ProfileSet(fields={"name": "Ann", "languages": "Python, Go"}), stream="profile")
-    log.append(ProjectFactsDetected(facts=[{"key": "build", "value": "hatch", "sources": ["pyproject.toml"]}]),
+    log.append(ProjectFactsDetected(facts=[{"key": "build", "value": "hatch",
+                                            "sources": ["pyproject.toml"]}]),
                stream="profile")
-    log.append(LongTermRewritten(content="# Preferences\n- Ann prefers small commits\n"), stream="memory")
+    log.append(LongTermRewritten(content="# Preferences\n- Ann prefers small commits\n"),
+               stream="memory")
     for i in range(30):
         log.append(UserTurn(session="s", text=f"we talked about gardening tomatoes day {i}"),
                    stream="s", ref=f"c:{i}")
@@ -44,7 +38,8 @@ def seed(log: EventLog) -> None:
                stream="memory")
 
 
-def test_order_is_profile_facts_memory_md_then_scored(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_order_is_profile_facts_memory_md_then_scored(log: EventLog,
+                                                      store: ProjectionStore) -> None:
     seed(log)
     store.catch_up_all()
     result = recall(store.db, "tomatoes balcony", budget=0, k=5)
@@ -56,7 +51,7 @@ def test_order_is_profile_facts_memory_md_then_scored(log: EventLog, store) -> N
 
 
 @pytest.mark.parametrize("budget", [20, 50, 64, 100, 300, 512])
-def test_budget_is_never_exceeded(log: EventLog, store, budget: int) -> None:  # type: ignore[no-untyped-def]
+def test_budget_is_never_exceeded(log: EventLog, store: ProjectionStore, budget: int) -> None:
     seed(log)
     store.catch_up_all()
     result = recall(store.db, "gardening tomatoes", budget=budget, k=100)
@@ -67,16 +62,18 @@ def test_budget_is_never_exceeded(log: EventLog, store, budget: int) -> None:  #
         assert result.items[0].source == "workspace_profile"  # factual memory first
 
 
-def test_same_content_from_two_sources_counts_once(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_same_content_from_two_sources_counts_once(log: EventLog, store: ProjectionStore) -> None:
     log.append(Remembered(text="Ann likes rye bread"), stream="memory")  # journal + memory item
     store.catch_up_all()
     result = recall(store.db, "rye bread", budget=0, k=10)
     assert [i.content for i in result.items] == ["Ann likes rye bread"]
 
 
-def test_turn_hits_come_with_the_reply(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
-    log.append(UserTurn(session="s", text="I adopted a greyhound", name="Ann"), stream="s", ref="c:1")
-    log.append(UserTurn(session="s", text="Lovely! What is its name?", name="Bob"), stream="s", ref="c:2")
+def test_turn_hits_come_with_the_reply(log: EventLog, store: ProjectionStore) -> None:
+    log.append(UserTurn(session="s", text="I adopted a greyhound", name="Ann"), stream="s",
+               ref="c:1")
+    log.append(UserTurn(session="s", text="Lovely! What is its name?", name="Bob"), stream="s",
+               ref="c:2")
     log.append(UserTurn(session="t", text="Unrelated", name="Bob"), stream="t", ref="c:3")
     store.catch_up_all()
     (item,) = recall(store.db, "greyhound", budget=0, k=10).items
@@ -84,7 +81,8 @@ def test_turn_hits_come_with_the_reply(log: EventLog, store) -> None:  # type: i
     assert item.refs == ["c:1", "c:2"]
 
 
-def test_flagged_and_superseded_memories_weigh_less_or_vanish(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_flagged_and_superseded_memories_weigh_less_or_vanish(log: EventLog,
+                                                              store: ProjectionStore) -> None:
     mined = [{"id": f"m{i}", "type": "workflow", "content": f"run the linter before commit {i}"}
              for i in range(2)]
     log.append(MemoriesMined(session="s", memories=mined), stream="memory")
@@ -100,7 +98,7 @@ def test_flagged_and_superseded_memories_weigh_less_or_vanish(log: EventLog, sto
     assert first[1] not in memory_ids
 
 
-def test_without_vectors_recall_answers_from_fts(log: EventLog, store) -> None:  # type: ignore[no-untyped-def]
+def test_without_vectors_recall_answers_from_fts(log: EventLog, store: ProjectionStore) -> None:
     seed(log)
     store.catch_up_all()
     result = recall(store.db, "gardening", budget=512, k=10, semantic=None)
@@ -124,7 +122,8 @@ def test_cli_recall_batch(home: Home, tmp_path: Path) -> None:
     run("sync", "--no-embed")
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "a", "query": "topic 1"}\n\n{"id": 7, "query": "AND( * \\""}\n')
-    lines = [json.loads(x) for x in run("recall", "--queries", str(queries), "--json").stdout.splitlines()]
+    lines = [json.loads(x)
+             for x in run("recall", "--queries", str(queries), "--json").stdout.splitlines()]
     assert [x["id"] for x in lines] == ["a", 7]
     assert all(x["used_tokens"] <= 512 for x in lines)
     queries.write_text('{"id": "a"}\nnot json\n')
@@ -152,7 +151,8 @@ def test_cli_remember_journal_memory(home: Home) -> None:
     assert "I prefer tabs" not in run("journal").output
 
 
-def test_replay_verify_passes_with_every_projection(home: Home, tmp_path: Path, locomo26: Path) -> None:
+def test_replay_verify_passes_with_every_projection(home: Home, tmp_path: Path,
+                                                    locomo26: Path) -> None:
     with EventLog(home.events_db) as log:
         import_file(log, locomo26)
         seed(log)
@@ -168,7 +168,8 @@ def test_memory_config_is_validated(home: Home) -> None:
     assert ("`memory.budget_pct` must be a number in (0.0, 1.0], got 1.5"
             in run("recall", "x", ok=False).output)
     home.config_file.write_text("memory:\n  rolling_summary:\n    keep: 3\n")
-    assert ("unknown key `memory.rolling_summary.keep`; allowed keys: enabled, warn_at_pct, keep_turns"
+    assert ("unknown key `memory.rolling_summary.keep`; allowed keys: enabled, warn_at_pct,"
+            " keep_turns"
             in run("recall", "x", ok=False).output)
     home.config_file.write_text("memory:\n  top_k: 2\n")
     run("remember", "alpha one")

@@ -9,8 +9,13 @@ from click.testing import CliRunner
 from cli.main import cli
 from events import EventLog, Home
 from events.transcript import import_file
-from events.types import (AssistantTurn, HistoryCompressed, MemoryInjected, SessionEnded,
-                          SessionStarted)
+from events.types import (
+    AssistantTurn,
+    HistoryCompressed,
+    MemoryInjected,
+    SessionEnded,
+    SessionStarted,
+)
 from projections import open_store
 from projections.stats import budget_summary
 
@@ -19,8 +24,10 @@ from .conftest import make_turns, write_transcript
 
 def session(log: EventLog, name: str, budget: int, injected: int, tps: list[float],
             compressions: int = 0) -> None:
-    log.append(SessionStarted(session=name, backend="ollama", model="m", context_window=2048), stream=name)
-    log.append(MemoryInjected(session=name, budget_tokens=budget, injected_tokens=injected), stream=name)
+    log.append(SessionStarted(session=name, backend="ollama", model="m", context_window=2048),
+               stream=name)
+    log.append(MemoryInjected(session=name, budget_tokens=budget, injected_tokens=injected),
+               stream=name)
     for speed in tps:
         log.append(AssistantTurn(session=name, text="x", tokens_per_sec=speed), stream=name)
     for _ in range(compressions):

@@ -14,15 +14,20 @@ from events.config import Config
 from events.types import Remembered
 from projections import open_store
 from projections.journal import render_day
-from workers.llm import ChatReply, ChatStats, ScriptedBackend
 from workers.chat.session import ANSWER_NOW, ChatSession
-from workers.chat.tools import (REPEATED_CALL, TOOL_NAMES, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS,
-                           TOOLS_DONE, parse_text_tool_calls, run_tool)
+from workers.chat.tools import (
+    REPEATED_CALL,
+    TOOL_NAMES,
+    TOOL_PROMPT,
+    TOOL_PROMPT_NATIVE,
+    TOOL_SPECS,
+    TOOLS_DONE,
+    parse_text_tool_calls,
+    run_tool,
+)
+from workers.llm import ChatReply, ChatStats, ScriptedBackend
 
-from .conftest import rules
-
-
-
+from .conftest import Stores, rules
 
 # --- parsing --------------------------------------------------------------------------------
 
@@ -69,7 +74,7 @@ def test_a_call_in_a_fence_is_not_counted_twice() -> None:
 
 # --- running --------------------------------------------------------------------------------
 
-def test_run_remember_search_and_get(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_run_remember_search_and_get(home: Home, stores: Stores) -> None:
     log, store = stores
     kw = dict(home=home, log=log, store=store, session_id="chat/x")
     assert run_tool("remember", {"content": "Ann keeps  bees in the garden"}, **kw) == "remembered"
@@ -85,7 +90,8 @@ def test_run_remember_search_and_get(home: Home, stores) -> None:  # type: ignor
     day = run_tool("memory_get", {"date": "today"}, **kw)
     assert day == render_day(store.db, today) and "[agent] Ann keeps bees" in day
     assert run_tool("memory_get", {"date": today}, **kw) == day
-    assert run_tool("memory_get", {"date": "1999-01-01"}, **kw) == "No journal entry for 1999-01-01."
+    assert (run_tool("memory_get", {"date": "1999-01-01"}, **kw)
+            == "No journal entry for 1999-01-01.")
     assert run_tool("memory_get", '{"date": "yesterday"}', **kw).startswith("No journal entry for")
 
 
@@ -102,14 +108,15 @@ def test_run_remember_search_and_get(home: Home, stores) -> None:  # type: ignor
     ("memory_get", {"date": 20240101}),
     ("format_disk", {}),
 ])
-def test_bad_arguments_give_an_error_result(home: Home, stores, name: str, arguments: object) -> None:  # type: ignore[no-untyped-def]
+def test_bad_arguments_give_an_error_result(home: Home, stores, name: str,  # type: ignore[no-untyped-def]
+                                            arguments: object) -> None:
     log, store = stores
     result = run_tool(name, arguments, home=home, log=log, store=store, session_id="chat/x")
     assert result.startswith("error:")
     assert log.read(types=["Remembered"]) == []
 
 
-def test_search_limit_is_clamped(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_search_limit_is_clamped(home: Home, stores: Stores) -> None:
     log, store = stores
     for i in range(12):
         log.append(Remembered(text=f"bees fact number {i}"), stream="memory")
@@ -142,7 +149,8 @@ def test_text_fallback_tool_call_in_a_session(home: Home, tmp_path: Path) -> Non
                                   "arguments": {"content": "Ann prefers green tea"},
                                   "result": "remembered"}
         (remembered,) = log.read(types=["Remembered"])
-        assert remembered.payload["source"] == "agent" and remembered.payload["session"] == session.id
+        assert (remembered.payload["source"] == "agent"
+                and remembered.payload["session"] == session.id)
         (turn,) = log.read(types=["AssistantTurn"])
         assert turn.payload["text"] == "Noted: green tea."
         assert [m.role for m in session.history] == ["user", "assistant", "user", "assistant"]
@@ -221,7 +229,7 @@ class Calls(ScriptedBackend):
         return ChatReply(text, ChatStats(10, 5, 1, None))
 
 
-def test_tool_rounds_are_capped(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_tool_rounds_are_capped(home: Home, stores: Stores) -> None:
     """Different calls every time: three rounds run, then the model is told to answer."""
     log, store = stores
     backend = Calls(lambda n: ("memory_search", {"query": f"topic {n}"}))
@@ -238,7 +246,7 @@ def test_tool_rounds_are_capped(home: Home, stores) -> None:  # type: ignore[no-
     assert backend.requests[4][0][-1]["content"].endswith(ANSWER_NOW)
 
 
-def test_a_repeated_call_is_not_run_again(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_a_repeated_call_is_not_run_again(home: Home, stores: Stores) -> None:
     """A small model looping on one call: it runs once; the repeat gets an error result and
     the next answer is the final one."""
     log, store = stores
@@ -255,7 +263,7 @@ def test_a_repeated_call_is_not_run_again(home: Home, stores) -> None:  # type: 
     assert backend.requests[2][0][-1]["content"].endswith(TOOLS_DONE)
 
 
-def test_the_final_answer_is_asked_without_native_tools(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_the_final_answer_is_asked_without_native_tools(home: Home, stores: Stores) -> None:
     log, store = stores
     backend = Calls(lambda n: ("memory_get", {"date": "today"}), structured=True)
     session = ChatSession(home, log, store, backend, Config())
@@ -270,7 +278,7 @@ def test_the_final_answer_is_asked_without_native_tools(home: Home, stores) -> N
     assert TOOL_PROMPT_NATIVE in system and TOOL_PROMPT not in system
 
 
-def test_a_model_that_only_calls_tools_is_asked_plainly_at_last(home: Home, stores) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_that_only_calls_tools_is_asked_plainly_at_last(home: Home, stores: Stores) -> None:
     """Told to answer, a tiny model calls a tool again: one more call with no tools offered
     or described gets the reply; the tool exchange is in it as plain text."""
     log, store = stores
@@ -302,7 +310,7 @@ def test_text_tool_prompt_has_no_concrete_example() -> None:
         assert "bees" not in prompt and '"query":' not in prompt
 
 
-def test_tools_can_be_switched_off(home: Home, stores, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tools_can_be_switched_off(home: Home, stores: Stores, tmp_path: Path) -> None:
     log, store = stores
     call = '{"tool": "remember", "arguments": {"content": "x"}}'
     session = ChatSession(home, log, store, ScriptedBackend(rules(tmp_path, {"reply": call})),
@@ -315,7 +323,8 @@ def test_tools_can_be_switched_off(home: Home, stores, tmp_path: Path) -> None: 
 # --- the tools kwarg on the backends ----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["ollama", "openai"])
-def test_http_backends_send_tools_only_when_given(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_http_backends_send_tools_only_when_given(name: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from workers.llm import HTTPBackend, make_backend
 
     bodies: list[dict] = []
@@ -331,8 +340,9 @@ def test_http_backends_send_tools_only_when_given(name: str, monkeypatch: pytest
     assert "tools" not in bodies[0] and bodies[1]["tools"] == TOOL_SPECS
 
 
-def test_a_server_refusing_tools_falls_back_to_text_calls(home: Home, stores, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from workers.llm import BackendError, OllamaBackend, HTTPBackend, make_backend
+def test_a_server_refusing_tools_falls_back_to_text_calls(home: Home, stores,  # type: ignore[no-untyped-def]
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from workers.llm import BackendError, HTTPBackend, OllamaBackend, make_backend
 
     log, store = stores
     seen: list[bool] = []

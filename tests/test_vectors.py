@@ -44,7 +44,8 @@ class FakeEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts += texts
         self.batches.append(len(texts))
-        return np.stack([word_vector(t) for t in texts]) if texts else np.zeros((0, 384), np.float32)
+        return (np.stack([word_vector(t) for t in texts]) if texts
+                else np.zeros((0, 384), np.float32))
 
     def embed_one(self, text: str) -> np.ndarray:
         return word_vector(text)
@@ -166,7 +167,8 @@ def test_embed_pending_in_batches_then_search_finds_the_nearest(store: Projectio
 
     hits = vector_search(store, home, word_vector("puppy biscuit"), 2)
     assert [h[0] for h in hits] == [key(events[0]), key(events[3])]
-    assert hits[0][1] == pytest.approx(float(word_vector("user: " + TEXTS[0]) @ word_vector("puppy biscuit")), abs=1e-5)
+    assert hits[0][1] == pytest.approx(float(word_vector("user: " + TEXTS[0])
+                                             @ word_vector("puppy biscuit")), abs=1e-5)
     assert same(hits, exact(store, word_vector("puppy biscuit"), 2))
     assert len(list(vectors_dir(home).glob("*.f32"))) == 1  # served from the matrix file
     assert embed_pending(store, model) == 0 and len(model.texts) == len(TEXTS)
@@ -188,7 +190,8 @@ def test_the_matrix_agrees_with_brute_force(store: ProjectionStore, log: EventLo
     assert state.count == 70 and state.generation == vector_cache.generation(store.db)
 
 
-def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog, home: Home) -> None:
+def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog,
+                                          home: Home) -> None:
     events = [say(log, text) for text in TEXTS]
     choose(log)
     store.catch_up_all()
@@ -372,7 +375,8 @@ def test_compaction_rewrites_a_file_full_of_dead_columns(store: ProjectionStore,
 
 
 def test_a_new_model_choice_embeds_everything_again_under_its_key(store: ProjectionStore,
-                                                                  log: EventLog, home: Home) -> None:
+                                                                  log: EventLog,
+                                                                  home: Home) -> None:
     for text in TEXTS:
         say(log, text)
     choose(log)
@@ -393,7 +397,7 @@ def test_a_new_model_choice_embeds_everything_again_under_its_key(store: Project
     assert [p.name.split(".")[0] for p in vectors_dir(home).glob("*.f32")] == [second.key]
 
 
-# --- wiring: diarist sync and the worker ------------------------------------------------------------
+# --- wiring: diarist sync and the worker ----------------------------------------------------------
 
 
 def test_sync_exports_nothing_twice_and_embeds_new_turns(model_home: Home, tmp_path: Path,
@@ -424,8 +428,7 @@ def test_the_worker_task_embeds_after_the_projections(model_home: Home, log: Eve
     from projections import open_store
     from projections.embedding import active_embedder
     from workers.app import configure
-    from workers.tasks import enqueue_catch_up
-    from workers.tasks import EMBED_TASK
+    from workers.tasks import EMBED_TASK, enqueue_catch_up
 
     models.ensure_model(model_home, log)
     puppy = say(log, "we adopted a puppy named Biscuit")

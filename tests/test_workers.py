@@ -16,11 +16,16 @@ from events import EventLog, Home
 from events.types import UserTurn
 from projections import open_store
 from workers.app import configure, huey
-from workers.tasks import PROJECTION_TASKS, enqueue_catch_up
-from workers.tasks import EMBED_TASK
+from workers.tasks import EMBED_TASK, PROJECTION_TASKS, enqueue_catch_up
 
-from .conftest import (diarist_cmd, free_port, make_turns, stop_process, subprocess_env,
-                       write_transcript)
+from .conftest import (
+    diarist_cmd,
+    free_port,
+    make_turns,
+    stop_process,
+    subprocess_env,
+    write_transcript,
+)
 
 QUEUED = [*PROJECTION_TASKS, EMBED_TASK]  # the projections, then embed.pending
 

@@ -6,8 +6,9 @@ binds it to a home, the instance uses in-memory storage, so importing diarist ne
 files anywhere.
 
 - ``SqliteHuey`` storage at ``var/queue.db`` by default: nothing else to run.
-- ``RedisHuey`` storage (``RedisExpireStorage``: lock TTLs on any Redis) when ``DIARIST_REDIS_URL`` or ``queue.redis_url`` in the config names a
-  Redis server, so many workers on many machines can share the work.
+- ``RedisHuey`` storage (``RedisExpireStorage``: lock TTLs on any Redis) when
+  ``DIARIST_REDIS_URL`` or ``queue.redis_url`` in the config names a Redis server, so many
+  workers on many machines can share the work.
 """
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ from .app import configure
 from .presence import hold_worker_lock
 from .tasks import enqueue_catch_up  # importing it registers every task
 
-
 # An idle consumer polls the queue every POLL_S seconds, so new work starts within ~POLL_S
 # (huey's defaults back off to 10 s, far too slow for a chat waiting on its projections).
 POLL_S = 0.05

@@ -91,7 +91,8 @@ def test_a_chat_session_against_the_real_model(llm_server: str, home: Home, tmp_
         # the point of it all: the injected note answers the first question (a keyword, not
         # the wording; temperature 0)
         assert "rex" in replies[0]["text"].lower(), replies[0]["text"]
-        assert all(r["prompt_tokens"] and r["reply_tokens"] and r["tokens_per_sec"] for r in replies)
+        assert all(r["prompt_tokens"] and r["reply_tokens"] and r["tokens_per_sec"]
+                   for r in replies)
         assert all(r["reply_tokens"] <= 64 for r in replies)
         compressed = [e.payload for e in mine if e.type == "HistoryCompressed"]
         assert compressed and compressed[0]["summary"].strip() and compressed[0]["replaced"]

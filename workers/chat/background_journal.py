@@ -66,7 +66,7 @@ class BackgroundJournal:
                     finally:
                         with self._lock:
                             self._outstanding -= 1
-        except Exception as exc:  # noqa: BLE001 - the turns are safe in the log either way
+        except Exception as exc:  # the turns are safe in the log either way
             logger.info("shadow_journal.thread_failed", error=str(exc))
             self._note(f"(shadow journal stopped: {exc})")
             with self._lock:
@@ -83,7 +83,7 @@ class BackgroundJournal:
             logger.info("shadow_journal.failed", turn=assistant_event_id, error=str(exc))
             self._note(f"(shadow journal: {exc})")
             return
-        except Exception as exc:  # noqa: BLE001 - same, for an unexpected error
+        except Exception as exc:  # the same, for an unexpected error
             logger.info("shadow_journal.failed", turn=assistant_event_id, error=repr(exc))
             self._note(f"(shadow journal failed: {type(exc).__name__}: {exc})")
             return

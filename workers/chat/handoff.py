@@ -23,10 +23,10 @@ from typing import Any
 
 from events import Home
 from projections import ProjectionStore
+
 from ..dispatch import after_append, enqueue_shadow_journal
 from ..presence import worker_present
 from .background_journal import BackgroundJournal
-
 
 
 def backend_spec(backend: Any) -> dict[str, str | None]:

@@ -66,11 +66,11 @@ def _pyproject(path: Path) -> list[tuple[str, str]]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     project = data.get("project")
     if isinstance(project, dict) and project:
-        deps = [_dep_name(d) for d in project.get("dependencies") or [] if isinstance(d, str)]
+        names = [_dep_name(d) for d in project.get("dependencies") or [] if isinstance(d, str)]
         return [("python.name", _text(project.get("name"))),
                 ("python.description", _text(project.get("description"))),
                 ("python.requires_python", _text(project.get("requires-python"))),
-                ("python.dependencies", _listing(deps)),
+                ("python.dependencies", _listing(names)),
                 ("python.scripts", _listing(sorted(project.get("scripts") or {})))]
     poetry = (data.get("tool") or {}).get("poetry")
     if isinstance(poetry, dict):
@@ -212,11 +212,14 @@ def record_project_facts(log: EventLog, root: Path,
     facts = detect_project_facts(root, warnings)
     last = log.read(types=["ProjectFactsDetected"], descending=True, limit=1)
     previous = last[0] if last else None
-    if not facts or (previous is not None and _canonical(previous.payload.get("facts")) == _canonical(facts)):
+    unchanged = (previous is not None
+                 and _canonical(previous.payload.get("facts")) == _canonical(facts))
+    if not facts or unchanged:
         return None
     digest = hashlib.sha256(_canonical({"after": previous.id if previous else None,
                                         "facts": facts}).encode("utf-8")).hexdigest()
-    appended = log.append_many([NewEvent(stream=streams.PROFILE, data=ProjectFactsDetected(facts=facts),
+    appended = log.append_many([NewEvent(stream=streams.PROFILE,
+                                         data=ProjectFactsDetected(facts=facts),
                                          idempotency_key=f"project-facts:{digest}")])
     return appended[0] if appended.new else None
 

@@ -15,20 +15,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import EventLog, Home
+from events import Event, EventLog, Home
 from events.config import Config
 from events.ids import new_ulid
-from events.types import (AssistantTurn, HistoryCompressed, MemoryInjected, SessionEnded,
-                          SessionStarted, ToolCalled, UserTurn)
+from events.types import (
+    AssistantTurn,
+    HistoryCompressed,
+    MemoryInjected,
+    SessionEnded,
+    SessionStarted,
+    ToolCalled,
+    UserTurn,
+)
 from projections import ProjectionStore
 from projections.inject import Injection, budget_for, build_injection
 from projections.semantic import semantic_searcher
 from projections.tokens import estimate
 
-from ..llm import (Backend, BackendError, BackendUnavailable, ChatReply, ContextLengthExceeded,
-                  ModelNotFound)
-from .tools import (REPEATED_CALL, TOOL_PROMPT, TOOL_PROMPT_NATIVE, TOOL_SPECS, TOOLS_DONE,
-                    call_key, parse_text_tool_calls, run_tool, structured_call)
+from ..llm import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    ChatReply,
+    ContextLengthExceeded,
+    ModelNotFound,
+)
+from .tools import (
+    REPEATED_CALL,
+    TOOL_PROMPT,
+    TOOL_PROMPT_NATIVE,
+    TOOL_SPECS,
+    TOOLS_DONE,
+    call_key,
+    parse_text_tool_calls,
+    run_tool,
+    structured_call,
+)
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
@@ -56,7 +78,8 @@ class ChatSession:
     def __init__(self, home: Home, log: EventLog, store: ProjectionStore, backend: Backend,
                  config: Config, *, notify: Callable[[str], None] | None = None,
                  tools: bool = True) -> None:
-        self.home, self.log, self.store, self.backend, self.config = home, log, store, backend, config
+        self.home, self.log, self.store = home, log, store
+        self.backend, self.config = backend, config
         self.id = f"chat/{new_ulid()}"
         self.notify = notify or (lambda _text: None)
         self.window = backend.context_window() or DEFAULT_CONTEXT
@@ -75,8 +98,8 @@ class ChatSession:
 
     # --- events -----------------------------------------------------------------------------
 
-    def _append(self, data: object, **options: object) -> str:
-        return self.log.append(data, stream=self.id, **options).id  # type: ignore[arg-type]
+    def _append(self, data: Event, **options: Any) -> str:
+        return self.log.append(data, stream=self.id, **options).id
 
     def start(self) -> None:
         self._append(SessionStarted(session=self.id, backend=self.backend.name,
@@ -204,7 +227,8 @@ class ChatSession:
                 final = round_ == MAX_TOOL_ROUNDS or repeats == len(calls)
                 if final and not structured:
                     last = rounds.wire[-1]
-                    rounds.wire[-1] = {"role": "user", "content": f"{last['content']}\n{TOOLS_DONE}"}
+                    rounds.wire[-1] = {"role": "user",
+                                       "content": f"{last['content']}\n{TOOLS_DONE}"}
                 reply = self._chat(rounds.wire, on_token, on_reply_end, final=final)
                 if final:
                     break
@@ -268,11 +292,13 @@ class ChatSession:
             return None
         transcript = "\n".join(f"{m.role}: {m.content}" for m in old)
         reply = self.backend.chat(
-            [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}],
+            [{"role": "system", "content": SUMMARY_PROMPT},
+             {"role": "user", "content": transcript}],
             stream=False, max_tokens=SUMMARY_MAX_TOKENS, temperature=0)
         summary = " ".join(reply.text.split())
         replaced = [event_id for m in old for event_id in m.event_ids]
-        event_id = self._append(HistoryCompressed(session=self.id, replaced=replaced, summary=summary))
+        event_id = self._append(HistoryCompressed(session=self.id, replaced=replaced,
+                                                  summary=summary))
         self.history = [_Message("user", f"{COMPRESSED_PREFIX}{summary}]", [event_id])] + \
             self.history[len(old):]
         self.compressions += 1
@@ -294,5 +320,6 @@ def _calls_in(reply: ChatReply) -> tuple[bool, list[tuple[str | None, str, Any]]
     structured = [structured_call(c) for c in reply.tool_calls]
     if structured:
         return True, structured[:MAX_CALLS_PER_ROUND]
-    text = [(None, c["name"], c["arguments"]) for c in parse_text_tool_calls(reply.text)]
+    text: list[tuple[str | None, str, Any]] = [
+        (None, c["name"], c["arguments"]) for c in parse_text_tool_calls(reply.text)]
     return False, text[:MAX_CALLS_PER_ROUND]

@@ -162,7 +162,8 @@ def shadow_journal(home: Home, log: EventLog, session_id: str, user_event_id: st
     else:
         store.catch_up("journal")
         entries = entries_for(store.db, date)
-    facts = extract_facts(backend, user, assistant, [content for _id, _at, _src, content in entries])
+    known = [content for _id, _at, _src, content in entries]
+    facts = extract_facts(backend, user, assistant, known)
     if not facts:
         return None
     return log.append(

@@ -16,8 +16,17 @@ from pathlib import Path
 from events.config import LLMConfig, setting
 from events.errors import DiaristError
 
-from .base import (OPENAI_KEY_ENV, Backend, BackendError, BackendUnavailable, ChatReply,
-                   ChatStats, ContextLengthExceeded, Defaults, ModelNotFound)
+from .base import (
+    OPENAI_KEY_ENV,
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    ChatReply,
+    ChatStats,
+    ContextLengthExceeded,
+    Defaults,
+    ModelNotFound,
+)
 from .http import HTTPBackend
 from .ollama import OLLAMA_ENV, OllamaBackend
 from .openai import OPENAI_URL_ENV, OpenAIBackend

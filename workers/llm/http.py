@@ -18,8 +18,15 @@ from typing import Any
 
 from events.errors import DiaristError
 
-from .base import (OPENAI_KEY_ENV, BackendError, BackendUnavailable, ChatReply,
-                   ContextLengthExceeded, Defaults, ModelNotFound)
+from .base import (
+    OPENAI_KEY_ENV,
+    BackendError,
+    BackendUnavailable,
+    ChatReply,
+    ContextLengthExceeded,
+    Defaults,
+    ModelNotFound,
+)
 from .stream import Delta, consume
 
 Parser = Callable[[Iterable[bytes]], Iterator[Delta]]

@@ -34,12 +34,20 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from events import EventLog, Home, RecordedEvent, streams
 from events.types import EmbeddingModelChosen
+from projections.embedding import (
+    BASE_MODEL,
+    DIMENSION,
+    INPUT_NAMES,
+    TOKENIZER_FILE,
+    model_checksum,
+    model_files,
+    model_id,
+)
 from projections.engine import fsync_file
-from projections.embedding import (BASE_MODEL, DIMENSION, INPUT_NAMES, TOKENIZER_FILE,
-                                   model_checksum, model_files, model_id)
 
 # fp32: the best semantic evidence recall on LoCoMo (0.512 vs 0.495 for int8), vectors equal to
 # sentence-transformers' own and independent of how texts are batched; int8 embeds 2.2x faster
@@ -135,14 +143,15 @@ def _export_fp32(source: Path, out: Path) -> None:
 
     with _quiet():
         model = SentenceTransformer(str(source), device="cpu")
-        transformer = model[0].auto_model.eval()
+        auto_model: Any = model[0].auto_model  # the Hugging Face transformer
+        transformer = auto_model.eval()
 
         class LastHiddenState(torch.nn.Module):
             def __init__(self) -> None:
                 super().__init__()
                 self.transformer = transformer
 
-            def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
                 return self.transformer(input_ids=input_ids, attention_mask=attention_mask,
                                         token_type_ids=token_type_ids).last_hidden_state
 

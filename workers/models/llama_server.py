@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from events.errors import DiaristError
 
@@ -70,7 +71,8 @@ def chunk_paths() -> list[Path]:
         else:
             paths.append(path)
     if missing:
-        raise LocalModelError(f"the model's weight packages are not installed: {', '.join(missing)}")
+        raise LocalModelError("the model's weight packages are not installed: "
+                              f"{', '.join(missing)}")
     return paths
 
 
@@ -123,7 +125,8 @@ def assemble(models_dir: Path) -> Path:
     return model
 
 
-def _params(spec: ServerSpec):  # type: ignore[no-untyped-def]
+def _params(spec: ServerSpec) -> tuple[Any, Any]:
+    """(the xllamacpp module, its server parameters for ``spec``)."""
     try:
         import xllamacpp
     except ImportError:
@@ -141,14 +144,15 @@ def _params(spec: ServerSpec):  # type: ignore[no-untyped-def]
     return xllamacpp, params
 
 
-def start(spec: ServerSpec):  # type: ignore[no-untyped-def]
+def start(spec: ServerSpec) -> Any:
     """Load the model and start serving (in this process's threads); returns the server."""
     if not 1 <= spec.port <= 65535:
-        raise DiaristError(f"port {spec.port} is out of range", hint="Choose a port from 1 to 65535.")
+        raise DiaristError(f"port {spec.port} is out of range",
+                           hint="Choose a port from 1 to 65535.")
     xllamacpp, params = _params(spec)
     try:
         return xllamacpp.Server(params)
-    except Exception as exc:  # noqa: BLE001 - the runtime raises plain RuntimeErrors
+    except Exception as exc:  # the runtime raises plain RuntimeErrors
         raise DiaristError(f"the llama.cpp server did not start on {spec.host}:{spec.port}: {exc}",
                            hint="Is the port taken? Choose another with --port.") from None
 

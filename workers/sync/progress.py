@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import ContextManager
+from contextlib import AbstractContextManager
 
 from projections.engine import Progress
 
-ProgressFactory = Callable[[int, str], ContextManager[Progress]]
+ProgressFactory = Callable[[int, str], AbstractContextManager[Progress]]
 
 
 @contextlib.contextmanager

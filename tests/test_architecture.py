@@ -1,0 +1,198 @@
+"""The architecture, checked from the source's imports (AST), not from a diagram.
+
+- Layers import one way: ``cli → workers → projections → events``; nothing imports ``cli``.
+- No module cycle, counting every import that runs (module level or inside a function;
+  ``if TYPE_CHECKING:`` blocks are left out: they never run).
+- ``cli/`` is presentation: no SQL, no threads, no queue plumbing.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("events", "projections", "workers", "cli")  # bottom to top
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str        # the importing module, e.g. "workers.chat.session"
+    target: str        # the module imported, e.g. "projections.inject"
+    line: int
+    type_only: bool    # under ``if TYPE_CHECKING:``
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for layer in LAYERS for p in sorted((REPO / layer).rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk(node: ast.AST, type_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    for child in ast.iter_child_nodes(node):
+        inside = type_only or (isinstance(child, ast.If) and _is_type_checking(child.test))
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for grandchild in child.body:
+                yield grandchild, True
+                yield from _walk(grandchild, True)
+            for grandchild in child.orelse:
+                yield grandchild, type_only
+                yield from _walk(grandchild, type_only)
+            continue
+        yield child, inside
+        yield from _walk(child, inside)
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
+    """Every import in the module, resolved to the deepest module of ours it names."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[Import] = []
+    for node, type_only in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in known else origin
+                       for a in node.names]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]  # "events.clock.now" → "events.clock"
+            if target and target != name:
+                found.append(Import(name, target, getattr(node, "lineno", 0), type_only))
+    return found
+
+
+def all_imports() -> list[Import]:
+    known = modules()
+    return [imp for name, path in known.items() for imp in imports_of(name, path, known)]
+
+
+def layer(module: str) -> int:
+    return LAYERS.index(module.split(".")[0])
+
+
+def test_the_scan_sees_the_code() -> None:
+    """The checks below mean something only if the scan finds the imports it should."""
+    imports = all_imports()
+    pairs = {(i.source, i.target) for i in imports}
+    assert ("cli.main", "cli.chat") in pairs
+    assert ("workers.chat.session", "projections.inject") in pairs
+    assert ("projections.engine", "events.db") in pairs
+    assert any(i.type_only for i in imports)  # TYPE_CHECKING blocks are recognised
+    assert len(modules()) > 60
+
+
+def test_layers_import_one_way() -> None:
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in all_imports()
+             if layer(i.target) > layer(i.source)]
+    assert wrong == [], "imports must run cli → workers → projections → events:\n" + \
+        "\n".join(wrong)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _without_package_inits(imports: list[Import]) -> dict[str, set[str]]:
+    """The run-time import graph. A package's ``__init__`` re-exporting its own modules is
+    not a dependency of those modules on each other: an import of ``events.log`` from
+    ``events/__init__.py`` runs before ``events.log`` can import ``events`` back, so edges
+    from a package to its own submodules are left out."""
+    edges: dict[str, set[str]] = {}
+    for i in imports:
+        if i.type_only or i.target.startswith(i.source + "."):
+            continue
+        edges.setdefault(i.source, set()).add(i.target)
+    return edges
+
+
+def test_no_module_cycles() -> None:
+    assert _cycles(_without_package_inits(all_imports())) == []
+
+
+CLI_FORBIDDEN_IMPORTS = ("sqlite3", "threading", "huey", "workers.app", "workers.tasks",
+                         "workers.dispatch", "concurrent")
+
+
+@pytest.mark.parametrize("name", sorted(m for m in modules() if m.startswith("cli")))
+def test_cli_is_presentation_only(name: str) -> None:
+    """No SQL, no threads, no queue plumbing in cli/: it parses, calls one library function
+    and prints."""
+    path = modules()[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""])
+            problems += [f"line {node.lineno}: imports {n}" for n in names
+                         if n.startswith(CLI_FORBIDDEN_IMPORTS)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("execute", "executemany", "executescript"):
+            problems.append(f"line {node.lineno}: runs SQL (.{node.func.attr})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "Thread":
+            problems.append(f"line {node.lineno}: starts a thread")
+    assert problems == []
+
+
+def test_nothing_imports_cli() -> None:
+    wrong = [f"{i.source}:{i.line}" for i in all_imports()
+             if i.target.startswith("cli") and not i.source.startswith("cli")]
+    assert wrong == []
