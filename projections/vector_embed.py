@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from events.db import write_transaction
 
-from .vector_cache import active_model, bump, missing_table
+from .vector_cache import ActiveModel, active_model, bump, missing_table
 from .vector_matrix import refresh_vectors
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,8 +54,6 @@ def embed_pending(store: ProjectionStore, embedder: OnnxEmbedder, batch_size: in
     transaction (and only for content some item still has: a forget may have run while the
     batch was embedding). Then brings the matrix file up to date (``refresh``). Returns how
     many texts were embedded. With no model chosen it does nothing and returns 0."""
-    import numpy as np
-
     db = store.db
     active = active_model(db)
     if active is None:
@@ -72,27 +70,36 @@ def embed_pending(store: ProjectionStore, embedder: OnnxEmbedder, batch_size: in
         texts = _texts(db, pending[start:start + batch_size])
         if not texts:
             continue
-        hashes = sorted(texts)
-        vectors = np.ascontiguousarray(embedder.embed([texts[h] for h in hashes]), dtype=np.float32)
-        if vectors.shape != (len(hashes), active.dimension):
-            raise ValueError(f"the embedder gave {vectors.shape}, expected "
-                             f"({len(hashes)}, {active.dimension})")
-        with write_transaction(db):
-            written = 0
-            for content_hash, vector in zip(hashes, vectors, strict=True):
-                written += db.execute(
-                    "INSERT OR IGNORE INTO embeddings (content_hash, model, vector)"
-                    " SELECT ?, ?, ? WHERE EXISTS ("
-                    "  SELECT 1 FROM vector_items WHERE content_hash = ?)",
-                    (content_hash, active.key, vector.tobytes(), content_hash)).rowcount
-            if written:
-                bump(db)
-        done += len(hashes)
+        _store_vectors(db, active, texts, embedder)
+        done += len(texts)
         if progress:
-            progress(len(hashes))
+            progress(len(texts))
         if refresh and time.monotonic() - last_refresh > REFRESH_EVERY_S:
             refresh_vectors(store)  # a long backlog: make what is done searchable quickly
             last_refresh = time.monotonic()
     if refresh:
         refresh_vectors(store)
     return done
+
+
+def _store_vectors(db: sqlite3.Connection, active: ActiveModel, texts: dict[str, str],
+                   embedder: OnnxEmbedder) -> None:
+    """Embed one batch (content hash → text) outside any transaction, then write the vectors
+    in one, only for content some item still has."""
+    import numpy as np
+
+    hashes = sorted(texts)
+    vectors = np.ascontiguousarray(embedder.embed([texts[h] for h in hashes]), dtype=np.float32)
+    if vectors.shape != (len(hashes), active.dimension):
+        raise ValueError(f"the embedder gave {vectors.shape}, expected "
+                         f"({len(hashes)}, {active.dimension})")
+    with write_transaction(db):
+        written = 0
+        for content_hash, vector in zip(hashes, vectors, strict=True):
+            written += db.execute(
+                "INSERT OR IGNORE INTO embeddings (content_hash, model, vector)"
+                " SELECT ?, ?, ? WHERE EXISTS ("
+                "  SELECT 1 FROM vector_items WHERE content_hash = ?)",
+                (content_hash, active.key, vector.tobytes(), content_hash)).rowcount
+        if written:
+            bump(db)
