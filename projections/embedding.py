@@ -204,18 +204,18 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 # --- the active model of a home ---------------------------------------------------------------
 
 
-_EMBEDDERS: dict[tuple[str, str, int | None], OnnxEmbedder] = {}
+# Keyed by the recorded checksum (and threads), not by path: homes with the same model files
+# (eval builds one home per conversation) share one session, so a process holds one copy.
+_EMBEDDERS: dict[tuple[str, int | None], OnnxEmbedder] = {}
 
 
 def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *,
                   verify: bool = True, cache: bool = True) -> OnnxEmbedder:
     """An embedder for ``active`` from ``var/models/``; raises :class:`ModelUnavailable` when
     the files are missing or their checksum is not the recorded one (``diarist sync``
-    re-exports them). Loaded once per process (``cache``)."""
+    re-exports them). Loaded once per process (``cache``); the files of every home are
+    checked (a cached hash: cheap)."""
     model_file, tokenizer_file = model_files(home, active.model)
-    cache_key = (str(model_file), active.checksum, threads)
-    if cache and cache_key in _EMBEDDERS:
-        return _EMBEDDERS[cache_key]
     if not model_file.is_file() or not tokenizer_file.is_file():
         raise ModelUnavailable(
             f"embedding model {active.model} is not in {model_file.parent}",
@@ -227,6 +227,9 @@ def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *
                 f"{model_file} has checksum {found[:16]}…, the log recorded "
                 f"{active.checksum[:16]}…",
                 hint="Run `diarist sync`: it exports the model again and records it.")
+    cache_key = (active.checksum, threads)
+    if cache and cache_key in _EMBEDDERS:
+        return _EMBEDDERS[cache_key]
     embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key)
     if embedder.dimension != active.dimension:
         raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional vectors, "
