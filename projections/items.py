@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from events import RecordedEvent
 
+from .passages import passages
 from .secrets import scrub
 
 TURN, JOURNAL, MEMORY, LONG_TERM = "turn", "journal", "memory", "long_term"
@@ -29,14 +30,26 @@ class Item:
     session: str = ""
     type: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    part: int | None = None  # the passage's number when a long turn is cut into passages
 
     @property
     def key(self) -> str:
-        return f"{self.source}:{self.id}"
+        return item_key(self.source, self.id, self.part)
 
     @property
     def content_hash(self) -> str:
         return content_hash(self.content)
+
+
+def item_key(source: str, id_: str, part: int | None = None) -> str:
+    """``turn:ID`` for a whole item, ``turn:ID#N`` for passage N of a long turn."""
+    return f"{source}:{id_}" if part is None else f"{source}:{id_}#{part}"
+
+
+def key_part(key: str) -> int | None:
+    """The passage number of an item key (None for a whole item)."""
+    _, hash_, number = key.rpartition("#")
+    return int(number) if hash_ and number.isdigit() else None
 
 
 def content_hash(text: str) -> str:
@@ -48,11 +61,18 @@ def _own_refs(event: RecordedEvent) -> tuple[str, ...]:
     return (event.ref,) if event.ref else ()
 
 
-def turn_item(event: RecordedEvent) -> Item:
+def turn_items(event: RecordedEvent) -> list[Item]:
+    """A turn as one item (``Speaker: text``), or, when it is long, as its passages, each
+    ``Speaker: passage`` with the turn's time and ref (:mod:`projections.passages`)."""
     p = event.payload
     speaker = p.get("name") or ("user" if event.type == "UserTurn" else "assistant")
-    return Item(TURN, event.id, f"{speaker}: {scrub(p['text'])}", event.occurred_at,
-                (event.ref or event.id,), p["session"])
+    parts = passages(scrub(p["text"]))
+    refs = (event.ref or event.id,)
+    if len(parts) <= 1:
+        return [Item(TURN, event.id, f"{speaker}: {scrub(p['text'])}", event.occurred_at, refs,
+                     p["session"])]
+    return [Item(TURN, event.id, f"{speaker}: {text}", event.occurred_at, refs, p["session"],
+                 part=n) for n, text in enumerate(parts)]
 
 
 def journal_items(event: RecordedEvent) -> list[Item]:
@@ -119,7 +139,7 @@ def items_from(event: RecordedEvent) -> list[Item]:
     """Every searchable item an event adds (MEMORY.md sections come from the long-term
     projector, which caps the file first)."""
     if event.type in ("UserTurn", "AssistantTurn"):
-        return [turn_item(event)]
+        return turn_items(event)
     return journal_items(event) + memory_items(event)
 
 

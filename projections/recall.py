@@ -12,12 +12,12 @@ import datetime as dt
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from events import clock
 
-from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash
+from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states
 from .search import Hit, items_by_key, search
@@ -80,6 +80,15 @@ class _Filler:
             return False
         self.items.append(item)
         self.used += item.tokens
+        return True
+
+    def replace(self, index: int, item: RecallItem) -> bool:
+        """Put ``item`` in place of the item at ``index`` if the difference fits."""
+        extra = item.tokens - self.items[index].tokens
+        if extra > self.room():
+            return False
+        self.items[index] = item
+        self.used += extra
         return True
 
 
@@ -156,7 +165,15 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     now = now or clock.now()
     filler = _Filler(budget)
     seen_hashes = _fixed_head(db, filler)
+    ranked = _ranked(db, query, semantic, now)
+    _pack(db, ranked, filler, seen_hashes, k)
+    return RecallResult(query, budget, filler.used, filler.items)
 
+
+def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
+            now: dt.datetime) -> list[tuple[float, Hit]]:
+    """Every candidate of either list with its fused score, weighted by freshness and (for
+    memories) confidence; inactive memories left out; best first."""
     lexical = search(db, query, CANDIDATES)
     cosines: dict[str, float] = {}
     if semantic is not None:
@@ -181,22 +198,66 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
             weight *= confidence
         ranked.append((score * weight, hit))
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
+    return ranked
 
+
+@dataclass
+class _Turn:
+    """What of one turn recall has shown so far: its passages by number, and where."""
+
+    index: int                    # position of its item in the filler
+    parts: dict[int, str]         # passage number → text without the speaker
+    speaker: str
+
+
+def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], filler: _Filler,
+          seen_hashes: set[str], k: int) -> None:
+    """Add the ranked hits best first while they fit, at most ``k`` items. A passage next to
+    one already shown from the same turn joins that item (one item, one ref, read in
+    order); a whole short turn comes with its reply when that is short too."""
     replies = _replies(db, [hit for _, hit in ranked if hit.source == TURN])
+    turns: dict[str, _Turn] = {}
     scored = 0
     for score, hit in ranked:
         if scored >= k or filler.room() < MIN_ITEM_TOKENS:
             break
-        parts = [p for p in (hit, replies.get(hit.key)) if p and p.content_hash not in seen_hashes]
-        if not parts:
+        if hit.content_hash in seen_hashes:
             continue
-        lead = parts[0]
+        part = key_part(hit.key) if hit.source == TURN else None
+        if part is not None and hit.id in turns:
+            if _extend(filler, turns[hit.id], part, hit):
+                seen_hashes.add(hit.content_hash)
+            continue
+        parts = [hit]
+        reply = replies.get(hit.key) if part is None else None
+        if (reply is not None and key_part(reply.key) is None
+                and reply.content_hash not in seen_hashes):
+            parts.append(reply)
         content = "\n".join(p.content for p in parts)
         refs = [r for p in parts for r in p.refs]
-        if filler.add(_item(_source_label(lead), lead.id, content, score, lead.at, refs)):
+        if filler.add(_item(_source_label(hit), hit.id, content, score, hit.at, refs)):
             seen_hashes.update(p.content_hash for p in parts)
             scored += 1
-    return RecallResult(query, budget, filler.used, filler.items)
+            if part is not None:
+                speaker, _, text = hit.content.partition(": ")
+                turns[hit.id] = _Turn(len(filler.items) - 1, {part: text}, speaker)
+
+
+def _extend(filler: _Filler, turn: _Turn, part: int, hit: Hit) -> bool:
+    """Add a passage to its turn's item when it is next to a passage shown (the item then
+    reads the turn's passages in order); False when it is not adjacent or does not fit."""
+    if part in turn.parts or not (part - 1 in turn.parts or part + 1 in turn.parts):
+        return False
+    text = hit.content.partition(": ")[2]
+    parts = {**turn.parts, part: text}
+    joined = " ".join(parts[n] for n in sorted(parts))
+    old = filler.items[turn.index]
+    new = replace(old, content=f"{turn.speaker}: {joined}",
+                  tokens=estimate(f"{turn.speaker}: {joined}"))
+    if not filler.replace(turn.index, new):
+        return False
+    turn.parts[part] = text
+    return True
 
 
 def _replies(db: sqlite3.Connection, turns: list[Hit]) -> dict[str, Hit]:

@@ -17,7 +17,7 @@ from .items import Item
 
 class SearchProjector(ItemIndexProjector):
     name = "search"
-    version = 2
+    version = 3  # 3: long turns are indexed as passages
     table = "search_items"
 
     def create(self, db: sqlite3.Connection) -> None:

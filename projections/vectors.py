@@ -26,7 +26,7 @@ from .vector_cache import active_key, active_model, bump, create_cache, forget_v
 
 class VectorsProjector(ItemIndexProjector):
     name = "vectors"
-    version = 1
+    version = 2  # 2: long turns are indexed as passages
     table = "vector_items"
     handles = ITEM_EVENTS | {"EmbeddingModelChosen"}
 

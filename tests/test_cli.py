@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -129,3 +133,20 @@ def test_unexpected_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch,
     assert exited.value.code == 1
     err = capsys.readouterr().err
     assert "Error: unexpected RuntimeError: disk on fire" in err and "Traceback" not in err
+
+
+def test_structlog_is_imported_only_when_a_message_is_shown() -> None:
+    """A one-shot command at the default level never pays for importing structlog; with -v
+    the same command logs (and so imports it)."""
+    probe = ("import sys; from cli.main import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print('structlog' in sys.modules)")
+    env = {**os.environ, "DIARIST_HOME": str(Path(tempfile.mkdtemp()) / "var")}
+    quiet = subprocess.run([sys.executable, "-c", probe, "status"], capture_output=True,
+                           text=True, env=env)
+    assert quiet.stdout.strip().endswith("False"), quiet.stdout + quiet.stderr
+    transcript = Path(tempfile.mkdtemp()) / "t.jsonl"
+    write_transcript(transcript, make_turns(2))
+    loud = subprocess.run([sys.executable, "-c", probe, "-v", "import", str(transcript)],
+                          capture_output=True, text=True, env=env)
+    assert loud.stdout.strip().endswith("True") and "import.done" in loud.stderr

@@ -5,11 +5,10 @@ a warning, not an error: ``diarist sync`` (or the next worker) catches up from t
 """
 from __future__ import annotations
 
-import structlog
-
 from events import Home
+from events.logger import get_logger
 
-logger = structlog.get_logger("diarist.queue")
+logger = get_logger("diarist.queue")
 
 
 def after_append(home: Home) -> bool:

@@ -11,14 +11,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from events import DiaristError, EventLog, Home
+from events.logger import get_logger
 from projections import ProjectionStore, open_store
 
 from .shadow_journal import shadow_journal
 
-logger = structlog.get_logger("diarist.chat")
+logger = get_logger("diarist.chat")
 WAIT_POLL_S = 0.1
 
 

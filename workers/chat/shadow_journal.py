@@ -16,11 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from events import EventLog, Home, RecordedEvent, streams
 from events.clock import from_iso
 from events.config import load_config
+from events.logger import get_logger
 from events.types import FactsExtracted
 from projections import ProjectionStore, open_store
 from projections.journal import entries_for
@@ -183,7 +182,7 @@ def journal_exchange(home: Home, session_id: str, user_event_id: str, assistant_
                            script=Path(script) if script else None, llm=load_config(home).llm)
     with EventLog(home.events_db) as log:
         event = shadow_journal(home, log, session_id, user_event_id, assistant_event_id, backend)
-    logger = structlog.get_logger("diarist.worker")
+    logger = get_logger("diarist.worker")
     if event is None:
         logger.info("shadow_journal.nothing_new", session=session_id, turn=assistant_event_id)
     else:

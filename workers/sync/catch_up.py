@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import structlog
-
 from events import EventLog, Home
+from events.logger import get_logger
 from projections import ProjectionStore, open_store
 from projections.embedding import ModelUnavailable, load_embedder
 from projections.engine import DEFAULT_BATCH
@@ -83,7 +82,7 @@ def embed_available(home: Home) -> int:
             try:
                 embedder = load_embedder(home, active)
             except ModelUnavailable as exc:
-                structlog.get_logger("diarist.worker").warning(
+                get_logger("diarist.worker").warning(
                     "embed.model_unavailable", error=str(exc), hint=exc.hint)
             else:
                 return embed_pending(store, embedder)

@@ -1,0 +1,75 @@
+"""Passages: a long turn cut into the short pieces that recall indexes and returns.
+
+A small model's memory budget (512 tokens for a 2K window) holds two of a chat assistant's
+long replies, or twenty short passages. So a turn whose text is longer than
+:data:`WHOLE_TURN_TOKENS` is indexed as passages — runs of whole sentences (a list item or a
+line is a sentence too) of at most :data:`PASSAGE_TOKENS` — each carrying its turn's
+speaker, time and ref. A shorter turn stays one item. Pure: the same text always gives the
+same passages (replay gives the same index).
+"""
+from __future__ import annotations
+
+import re
+
+from .tokens import estimate
+
+WHOLE_TURN_TOKENS = 80   # a turn up to this long is one item
+PASSAGE_TOKENS = 56      # a passage holds whole sentences up to this long
+SENTENCE_TOKENS = 72     # a longer sentence is cut at word boundaries
+
+# Sentence ends: . ! ? (with closing quotes/brackets) before a space; or a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\s*\n\s*")
+
+
+_ENUMERATOR = re.compile(r"^(?:\d{1,3}[.)]|[-*•#]+)$")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences (and lines) of ``text``, stripped, none empty; a list item's number
+    ("2.") stays with its item."""
+    out: list[str] = []
+    for piece in (p.strip() for p in _SENTENCE_END.split(text)):
+        if not piece:
+            continue
+        if out and _ENUMERATOR.match(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+def _cut(sentence: str, limit: int) -> list[str]:
+    """A sentence longer than ``limit`` tokens, cut at word boundaries."""
+    out: list[str] = []
+    current: list[str] = []
+    for word in sentence.split():
+        if current and estimate(" ".join(current + [word])) > limit:
+            out.append(" ".join(current))
+            current = []
+        current.append(word)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def passages(text: str, *, whole: int = WHOLE_TURN_TOKENS, size: int = PASSAGE_TOKENS,
+             sentence_limit: int = SENTENCE_TOKENS) -> list[str]:
+    """``text`` as one passage when it is short, else runs of its sentences of at most
+    ``size`` tokens (a sentence longer than ``sentence_limit`` is cut)."""
+    text = text.strip()
+    if estimate(text) <= whole:
+        return [text] if text else []
+    pieces: list[str] = []
+    for sentence in sentences(text):
+        pieces += _cut(sentence, sentence_limit) if estimate(sentence) > sentence_limit \
+            else [sentence]
+    out: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and estimate(" ".join(current + [piece])) > size:
+            out.append(" ".join(current))
+            current = []
+        current.append(piece)
+    if current:
+        out.append(" ".join(current))
+    return out
