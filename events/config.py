@@ -11,6 +11,7 @@ memory:
   shadow_journal: false     # after each chat turn, ask the model for new facts (one more
                             # LLM call per turn: off by default, see docs/architecture.md)
   tools: true               # let the chat model call remember / memory_search / memory_get
+  turn_recall: true         # recall for each message; attach what is new as a memory note
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share
@@ -63,6 +64,7 @@ class MemoryConfig:
     # with the chat for the one loaded model, so the next reply would wait for it.
     shadow_journal: bool = False
     tools: bool = True  # the chat model may call the memory tools (`diarist chat --no-tools`)
+    turn_recall: bool = True  # a memory note for each message (workers/chat/memory.py)
     rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
 
 
@@ -163,6 +165,7 @@ _CHECKS: dict[str, Any] = {
     "memory.inject_on_start": _boolean,
     "memory.shadow_journal": _boolean,
     "memory.tools": _boolean,
+    "memory.turn_recall": _boolean,
     "memory.rolling_summary.enabled": _boolean,
     "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
     "memory.rolling_summary.keep_turns": _int_range(0, 1000),

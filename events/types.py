@@ -120,10 +120,17 @@ class AssistantTurn(Event):
 @event
 @dataclass(frozen=True)
 class MemoryInjected(Event):
+    """Memory put into a chat's prompt: the start block (``kind`` "start", the end of the
+    system prompt) or a note attached to one user message (``kind`` "turn").
+    ``memory_tokens``: all the memory in the prompt after this injection (0 in events
+    written before notes existed: then ``injected_tokens``)."""
+
     session: str
     budget_tokens: int
     injected_tokens: int
     items: list[str] = field(default_factory=list)
+    kind: str = "start"
+    memory_tokens: int = 0
 
 
 @event

@@ -15,6 +15,7 @@ window, 512 tokens when the window is unknown.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
@@ -63,16 +64,41 @@ class Injection:
 
 def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
                     semantic: Semantic | None = None) -> Injection:
-    """Recall for the start of a session and render it, never over ``budget`` tokens: recall
-    runs with room left for the headers, and trailing items are dropped until the rendered
-    block fits."""
+    """Recall for ``query`` and render it, never over ``budget`` tokens: recall runs with
+    room left for the headers, and trailing items are dropped until the rendered block
+    fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md)."""
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
     result: RecallResult = recall(db, query, max(budget - overhead, 0), k, semantic)
-    items = list(result.items)
-    text = render_block(items)
+    return _fitted(list(result.items), budget, render_block)
+
+
+NOTE_HEADER = "[memory note]"
+
+
+def render_note(items: list[RecallItem]) -> str:
+    """A per-turn memory note: the items as lines under one header."""
+    return "\n".join([NOTE_HEADER, *(_line(i) for i in items)]) if items else ""
+
+
+def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,
+               semantic: Semantic | None, *, exclude: set[str], min_score: float,
+               session: str = "") -> Injection:
+    """What memory adds for one chat message: scored items not shown before (``exclude``:
+    item ids), scoring at least ``min_score``, never over ``budget`` tokens — no fixed head
+    (that is in the system prompt already), none of ``session``'s own turns."""
+    if budget <= estimate(NOTE_HEADER):
+        return Injection("", budget, 0, [])
+    result = recall(db, query, budget - estimate(NOTE_HEADER), k, semantic, head=False,
+                    exclude=exclude, exclude_session=session, min_score=min_score)
+    return _fitted(list(result.items), budget, render_note)
+
+
+def _fitted(items: list[RecallItem], budget: int,
+            render: Callable[[list[RecallItem]], str]) -> Injection:
+    text = render(items)
     while items and estimate(text) > budget:
         items.pop()
-        text = render_block(items)
+        text = render(items)
     return Injection(text, budget, estimate(text) if text else 0, items)

@@ -17,9 +17,18 @@ from typing import Any, Protocol
 
 from events import clock
 
-from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, key_part
+from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states
+from .recency import (
+    COMPARED,
+    LIFT_INTENTS,
+    RELEVANT_SHARE,
+    SAME_SUBJECT,
+    recency_factors,
+    superseded_factors,
+    temporal_intent,
+)
 from .search import Hit, items_by_key, search
 from .tokens import estimate
 
@@ -30,6 +39,18 @@ LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the bud
 MIN_ITEM_TOKENS = 8           # stop looking once less room than any real item needs is left
 FRESHNESS_HALF_LIFE_DAYS = 90.0
 FRESHNESS_FLOOR = 0.5         # an old item keeps at least half its score
+SUCCESSORS_OF = 3            # on a present question, newer same-subject items of the best 3 join
+NEIGHBOURS = 16              # nearest items looked at for each of them
+# A passage of an essay — a turn cut into at least ESSAY_PASSAGES passages (about 170
+# tokens and more: an assistant's long reply, a paste) — counts for less: such a turn, cut
+# up, gives many pieces that restate the question's topic and crowd out the short
+# statements a person makes about themselves. LongMemEval dev (20 questions) evidence
+# recall @512 by weight: 1.0 → 0.688; 0.8 → 0.762; 0.6 → 0.838; 0.5 → 0.85; 0.4 → 0.892.
+# 0.5, not lower, so an answer inside a long reply is still found. From 4 passages: from
+# 2, LoCoMo (whose few long turns are a person's own news) fell 0.703 → 0.659 @512.
+ESSAY_WEIGHT = 0.5
+ESSAY_PASSAGES = 4
+REPLY_MAX_TOKENS = 10_000     # a whole turn comes with its reply when the reply is this short
 
 
 
@@ -39,6 +60,10 @@ class Semantic(Protocol):
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
     def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]: ...
+
+    def similarity(self, content_hashes: Sequence[str]) -> list[list[float]]: ...
+
+    def neighbours(self, content_hash: str, k: int) -> list[tuple[str, float]]: ...
 
 
 @dataclass(frozen=True)
@@ -159,13 +184,22 @@ def _fuse(lexical: list[Hit], cosines: dict[str, float]) -> dict[str, float]:
 
 
 def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: int = 10,
-           semantic: Semantic | None = None, now: dt.datetime | None = None) -> RecallResult:
+           semantic: Semantic | None = None, now: dt.datetime | None = None, *,
+           head: bool = True, exclude: Iterable[str] = (), exclude_session: str = "",
+           min_score: float = 0.0) -> RecallResult:
     """Recall for ``query`` within ``budget`` tokens (0: no budget), at most ``k`` scored
-    items after the fixed head. ``semantic`` adds cosine results when vectors exist."""
+    items after the fixed head. ``semantic`` adds cosine results when vectors exist.
+    ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md);
+    ``exclude`` names item ids already shown (a chat's earlier injections) and
+    ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
+    its prompt already); scored items below ``min_score`` are left out."""
     now = now or clock.now()
     filler = _Filler(budget)
-    seen_hashes = _fixed_head(db, filler)
-    ranked = _ranked(db, query, semantic, now)
+    seen_hashes = _fixed_head(db, filler) if head else set()
+    skip = set(exclude)
+    ranked = [(score, hit) for score, hit in _ranked(db, query, semantic, now)
+              if score >= min_score and hit.id not in skip
+              and not (exclude_session and hit.session == exclude_session)]
     _pack(db, ranked, filler, seen_hashes, k)
     return RecallResult(query, budget, filler.used, filler.items)
 
@@ -174,7 +208,7 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
             now: dt.datetime) -> list[tuple[float, Hit]]:
     """Every candidate of either list with its fused score, weighted by freshness and (for
     memories) confidence; inactive memories left out; best first."""
-    lexical = search(db, query, CANDIDATES)
+    lexical = search(db, query, CANDIDATES, common=semantic is None)
     cosines: dict[str, float] = {}
     if semantic is not None:
         cosines = dict(semantic.nearest(query, CANDIDATES))
@@ -184,6 +218,7 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
+    essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
@@ -191,14 +226,61 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
         if hit is None:
             continue
         weight = _freshness(hit.at, now)
+        if hit.id in essays:
+            weight *= ESSAY_WEIGHT
         if hit.source == MEMORY:
             status, confidence = states.get(hit.id, ("active", 1.0))
             if status != "active":
                 continue
             weight *= confidence
         ranked.append((score * weight, hit))
+    intent = temporal_intent(query)
+    factors = recency_factors([hit.at for _, hit in ranked], intent)
+    ranked = [(score * factor, hit) for (score, hit), factor in zip(ranked, factors, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
+    if semantic is not None and intent in LIFT_INTENTS and len(ranked) > 1:
+        ranked = _with_successors(db, ranked, semantic)
+        top = ranked[:COMPARED]
+        similarity = semantic.similarity([hit.content_hash for _, hit in top])
+        kept = superseded_factors([s for s, _ in top], [h.at for _, h in top], similarity,
+                                  intent)
+        ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
+                        + ranked[COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
     return ranked
+
+
+def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
+    """The turns among ``turn_ids`` cut into at least ``ESSAY_PASSAGES`` passages."""
+    ids = sorted(set(turn_ids))
+    if not ids:
+        return set()
+    rows = db.execute(f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(ids))})"
+                      " AND source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",
+                      [*ids, ESSAY_PASSAGES]).fetchall()
+    return {r[0] for r in rows}
+
+
+def _with_successors(db: sqlite3.Connection, ranked: list[tuple[float, Hit]],
+                     semantic: Semantic) -> list[tuple[float, Hit]]:
+    """On a question about the present, the newer statements that speak of the same thing as
+    the best candidates (their nearest items by cosine, at least ``SAME_SUBJECT``) join the
+    candidates with the score of the statement they follow: a move is found from where one
+    used to live even when the question's words are not in it."""
+    best = ranked[0][0]
+    known = {hit.key for _, hit in ranked}
+    found: dict[str, float] = {}
+    for score, hit in ranked[:SUCCESSORS_OF]:
+        if score < RELEVANT_SHARE * best:
+            break
+        for key, cosine in semantic.neighbours(hit.content_hash, NEIGHBOURS):
+            if cosine >= SAME_SUBJECT and key not in known:
+                found[key] = max(found.get(key, 0.0), score)
+    if not found:
+        return ranked
+    hits = items_by_key(db, list(found))
+    followers = [(found[key], hit) for key, hit in hits.items()
+                 if any(hit.at > h.at for s, h in ranked[:SUCCESSORS_OF] if s >= found[key])]
+    return sorted(ranked + followers, key=lambda pair: (-pair[0], pair[1].key))
 
 
 @dataclass
@@ -217,30 +299,52 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], filler: _Fill
     order); a whole short turn comes with its reply when that is short too."""
     replies = _replies(db, [hit for _, hit in ranked if hit.source == TURN])
     turns: dict[str, _Turn] = {}
+    whole: set[str] = set()   # turns shown whole (no budget)
     scored = 0
     for score, hit in ranked:
         if scored >= k or filler.room() < MIN_ITEM_TOKENS:
             break
-        if hit.content_hash in seen_hashes:
-            continue
         part = key_part(hit.key) if hit.source == TURN else None
+        if part is not None and filler.budget <= 0:
+            if hit.id in whole:
+                continue
+            whole.add(hit.id)
+            hit, part = _whole_turn(db, hit), None
         if part is not None and hit.id in turns:
-            if _extend(filler, turns[hit.id], part, hit):
+            if hit.content_hash not in seen_hashes and _extend(filler, turns[hit.id], part, hit):
                 seen_hashes.add(hit.content_hash)
             continue
-        parts = [hit]
         reply = replies.get(hit.key) if part is None else None
-        if (reply is not None and key_part(reply.key) is None
-                and reply.content_hash not in seen_hashes):
-            parts.append(reply)
+        if reply is not None and filler.budget <= 0 and key_part(reply.key) is not None:
+            reply = _whole_turn(db, reply)
+        elif reply is not None and (key_part(reply.key) is not None
+                                    or estimate(reply.content) > REPLY_MAX_TOKENS):
+            reply = None
+        parts = [p for p in (hit, reply) if p is not None and p.content_hash not in seen_hashes]
+        if not parts:
+            continue
+        lead = parts[0]
         content = "\n".join(p.content for p in parts)
         refs = [r for p in parts for r in p.refs]
-        if filler.add(_item(_source_label(hit), hit.id, content, score, hit.at, refs)):
+        if filler.add(_item(_source_label(lead), lead.id, content, score, lead.at, refs)):
             seen_hashes.update(p.content_hash for p in parts)
             scored += 1
             if part is not None:
                 speaker, _, text = hit.content.partition(": ")
                 turns[hit.id] = _Turn(len(filler.items) - 1, {part: text}, speaker)
+
+
+def _whole_turn(db: sqlite3.Connection, hit: Hit) -> Hit:
+    """The whole turn a passage belongs to: its passages in order, as one hit. Without a
+    budget there is no reason to cut a turn."""
+    prefix = item_key(TURN, hit.id)
+    rows = db.execute("SELECT i.key, f.content FROM search_items i"
+                      " JOIN search_fts f ON f.rowid = i.rowid WHERE i.key > ? AND i.key < ?",
+                      (f"{prefix}#", f"{prefix}$")).fetchall()
+    texts = [text for key, text in sorted(rows, key=lambda row: key_part(row[0]) or 0)]
+    speaker = hit.content.partition(": ")[0]
+    content = f"{speaker}: " + " ".join(t.partition(": ")[2] for t in texts)
+    return replace(hit, key=prefix, content=content, content_hash=content_hash(content))
 
 
 def _extend(filler: _Filler, turn: _Turn, part: int, hit: Hit) -> bool:

@@ -76,7 +76,11 @@ class Hit:
 COMMON_TERM_SHARE = 0.02
 
 
-def _selective_terms(db: sqlite3.Connection, query: str) -> list[str]:
+def _selective_terms(db: sqlite3.Connection, query: str, common: bool = True) -> list[str]:
+    """The query's terms that say something: those in at most ``COMMON_TERM_SHARE`` of the
+    items; when no such term is in any item, the rarest common one (``common=False``: none —
+    with cosine results beside it, a list ranked by one common word only adds noise, yet
+    its best hit would score as high as any exact match)."""
     terms = query_terms(query)
     if len(terms) < 2:
         return terms
@@ -84,15 +88,19 @@ def _selective_terms(db: sqlite3.Connection, query: str) -> list[str]:
     limit = max(COMMON_TERM_SHARE * total, 50)
     frequency = {t: db.execute("SELECT COUNT(*) FROM search_fts WHERE search_fts MATCH ?",
                                (f'"{t}"',)).fetchone()[0] for t in terms}
-    rare = [t for t in terms if frequency[t] <= limit]
-    return rare or [min(terms, key=lambda t: frequency[t])]
+    found = [t for t in terms if frequency[t]]  # a term in no item finds nothing
+    rare = [t for t in found if frequency[t] <= limit]
+    if rare or not common:
+        return rare
+    return [min(found, key=lambda t: frequency[t])] if found else []
 
 
 def search(db: sqlite3.Connection, query: str, k: int = 20,
-           sources: Sequence[str] | None = None) -> list[Hit]:
-    """BM25-ranked items (best first; ``score`` is -bm25, higher is better)."""
+           sources: Sequence[str] | None = None, *, common: bool = True) -> list[Hit]:
+    """BM25-ranked items (best first; ``score`` is -bm25, higher is better). ``common``: see
+    :func:`_selective_terms`."""
     try:
-        expression = quoted_any(_selective_terms(db, query))
+        expression = quoted_any(_selective_terms(db, query, common))
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []

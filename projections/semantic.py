@@ -1,7 +1,7 @@
 """The semantic half of recall: embed the query with the active model, search the vectors."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from events import Home
@@ -46,6 +46,35 @@ class SemanticSearch:
         if vector is None or not wanted:
             return {}
         return dict(vector_search(self.store, self.home, vector, len(wanted), keys_filter=wanted))
+
+
+    def neighbours(self, content_hash: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` items nearest to an item's content, as (item key, cosine)."""
+        from .vector_cache import active_model, cached_vectors
+        from .vector_search import vector_search
+
+        active = active_model(self.store)
+        if active is None:
+            return []
+        vector = cached_vectors(self.store.db, active, [content_hash]).get(content_hash)
+        return [] if vector is None else vector_search(self.store, self.home, vector, k)
+
+    def similarity(self, content_hashes: Sequence[str]) -> list[list[float]]:
+        """Cosine between every pair of the given contents (0 where a vector is missing)."""
+        import numpy as np
+
+        from .vector_cache import active_model, cached_vectors
+
+        active = active_model(self.store)
+        n = len(content_hashes)
+        if active is None or not n:
+            return [[0.0] * n for _ in range(n)]
+        found = cached_vectors(self.store.db, active, content_hashes)
+        matrix = np.zeros((n, active.dimension), dtype=np.float32)
+        for i, content_hash in enumerate(content_hashes):
+            if content_hash in found:
+                matrix[i] = found[content_hash]
+        return (matrix @ matrix.T).tolist()
 
 
 def semantic_searcher(home: Home, store: ProjectionStore) -> SemanticSearch | None:

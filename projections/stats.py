@@ -51,10 +51,11 @@ class StatsProjector(Projector):
             return
         if not db.execute("SELECT 1 FROM stats_open WHERE session_id = ?", (session,)).fetchone():
             return
-        if event.type == "MemoryInjected":
+        if event.type == "MemoryInjected":  # the most memory the prompt ever held
             db.execute("UPDATE stats_open SET budget_tokens = MAX(budget_tokens, ?),"
                        " injected_tokens = MAX(injected_tokens, ?) WHERE session_id = ?",
-                       (p["budget_tokens"], p["injected_tokens"], session))
+                       (p["budget_tokens"], p.get("memory_tokens") or p["injected_tokens"],
+                        session))
         elif event.type == "HistoryCompressed":
             db.execute("UPDATE stats_open SET compressed = compressed + 1 WHERE session_id = ?",
                        (session,))

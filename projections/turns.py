@@ -108,3 +108,20 @@ def search_turns(db: sqlite3.Connection, query: str, k: int = 10) -> list[TurnHi
         (expression, k),
     ).fetchall()
     return [TurnHit(*row) for row in rows]
+
+
+def recent_user_text(db: sqlite3.Connection, *, turns: int = 3, excluding: str = "") -> str:
+    """The last ``turns`` user turns of the most recent session other than ``excluding``,
+    oldest first: what a new chat session most likely picks up again. '' when there are
+    none."""
+    try:
+        row = db.execute("SELECT session FROM turns WHERE role = 'user' AND session != ?"
+                         " ORDER BY seq DESC LIMIT 1", (excluding,)).fetchone()
+        if row is None:
+            return ""
+        texts = [r[0] for r in db.execute(
+            "SELECT text FROM turns WHERE session = ? AND role = 'user' ORDER BY seq DESC"
+            " LIMIT ?", (row[0], turns))]
+    except sqlite3.OperationalError:  # the projection does not exist yet
+        return ""
+    return "\n".join(reversed(texts))

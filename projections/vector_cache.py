@@ -122,3 +122,19 @@ def matrix_of(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dimension)
+
+
+def cached_vectors(db: sqlite3.Connection, active: ActiveModel,
+                   content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    """The cached vectors of these contents under the active model (those embedded)."""
+    import numpy as np
+
+    wanted = sorted(set(content_hashes))
+    out: dict[str, np.ndarray] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        for content_hash, blob in db.execute(
+                "SELECT content_hash, vector FROM embeddings WHERE model = ?"
+                f" AND content_hash IN ({','.join('?' * len(chunk))})", [active.key, *chunk]):
+            out[content_hash] = np.frombuffer(blob, dtype=np.float32)
+    return out

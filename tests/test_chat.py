@@ -33,13 +33,18 @@ def test_a_session_records_every_event(home: Home, stores: Stores, tmp_path: Pat
     session.end()
     assert reply.text == "Your bees are fine." and "".join(tokens) == "Your bees are fine."
     events = log.read(stream=session.id)
-    assert [e.type for e in events] == ["SessionStarted", "MemoryInjected", "UserTurn",
-                                        "AssistantTurn", "SessionEnded"]
-    injected = events[1].payload
-    assert injected["injected_tokens"] <= injected["budget_tokens"] == session.budget
-    assert "- name: Ann" in session.messages()[0]["content"]
-    assert "Ann keeps bees" in session.messages()[0]["content"]
-    assert events[3].payload["reply_tokens"] and events[4].payload["turns"] == 1
+    assert [e.type for e in events] == ["SessionStarted", "MemoryInjected", "MemoryInjected",
+                                        "UserTurn", "AssistantTurn", "SessionEnded"]
+    start, note = events[1].payload, events[2].payload
+    assert (start["kind"], note["kind"]) == ("start", "turn")
+    assert start["injected_tokens"] <= start["budget_tokens"] == session.budget
+    assert (note["memory_tokens"] == start["injected_tokens"] + note["injected_tokens"]
+            <= session.budget)
+    system, user = session.messages()[0]["content"], session.messages()[1]["content"]
+    assert "- name: Ann" in system  # the profile: in the start block, the system prompt
+    assert "Ann keeps bees" in user and user.endswith("how are my bees?")  # a note for it
+    assert events[3].payload["text"] == "how are my bees?"  # the log keeps the user's words
+    assert events[4].payload["reply_tokens"] and events[5].payload["turns"] == 1
 
 
 def test_history_is_compressed_at_the_threshold(home: Home, stores: Stores, tmp_path: Path) -> None:
@@ -161,7 +166,7 @@ def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores: Stor
     second = ChatSession(home, log, store, ScriptedBackend(None), config())
     second.start()
     second.send("what is my openai key and the staging db password?")
-    block = second.memory_block
+    block = second.memory_text()
     assert "[secret]" in block and "openai key" in block
     store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for path in home.root.rglob("*"):

@@ -122,12 +122,12 @@ def test_prompt_holds_only_the_two_turns(home: Home, stores: Stores) -> None:
     store.catch_up_all()
     backend = Recording('["User keeps bees"]', chat_reply="Bees are lovely.")
     session, user_id, assistant_id = exchange(home, log, store, backend, "zebras and bees")
-    assert "Injected-only memory about zebras" in session.memory_block  # it was injected
+    assert "Injected-only memory about zebras" in session.memory_text()  # it was injected
     shadow_journal(home, log, session.id, user_id, assistant_id, backend, store=store)
     (messages,) = backend.extraction_calls()
     text = json.dumps(messages)
     assert messages[0] == {"role": "system", "content": EXTRACT_PROMPT} and len(messages) == 2
-    assert SYSTEM_PROMPT not in text and session.memory_block not in text
+    assert SYSTEM_PROMPT not in text and session.memory_text() not in text
     assert "user: zebras and bees" in messages[1]["content"]
     assert "assistant: Bees are lovely." in messages[1]["content"]
     # the journal line "Injected-only memory…" is today's journal, shown only as already known

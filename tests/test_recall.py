@@ -9,6 +9,7 @@ import pytest
 from events import EventLog, Home
 from events.transcript import import_file
 from events.types import (
+    AssistantTurn,
     LongTermRewritten,
     MemoriesMined,
     MemoryFlagged,
@@ -176,3 +177,36 @@ def test_memory_config_is_validated(home: Home) -> None:
     run("remember", "alpha two")
     run("remember", "alpha three")
     assert len(json.loads(run("recall", "alpha", "--json").stdout)["items"]) == 2
+
+
+def test_a_common_term_still_finds_when_the_rare_ones_match_nothing(
+        log: EventLog, store: ProjectionStore) -> None:
+    # "bees" is in every item (common: left out while a rarer term remains), but "remind"
+    # and "please" are in none: the query must fall back on the term that does match
+    for i in range(120):
+        log.append(UserTurn(session="s", text=f"note {i}: the bees were calm today"),
+                   stream="s", ref=f"c:{i}")
+    store.catch_up_all()
+    result = recall(store.db, "Remind me about the bees, please", budget=0, k=5, head=False)
+    assert len(result.items) == 5 and all("bees" in i.content for i in result.items)
+
+
+ESSAY = " ".join(f"Point {n}: kayaks need care and a dry place in the winter months."
+                 for n in range(12))
+
+
+def test_a_long_turn_is_recalled_as_passages_and_weighs_less(log: EventLog,
+                                                             store: ProjectionStore) -> None:
+    log.append(UserTurn(session="s", text="Tell me about kayak care"), stream="s", ref="c:0")
+    log.append(AssistantTurn(session="s", text=ESSAY), stream="s", ref="c:1")
+    log.append(UserTurn(session="t", text="My kayak needs care: I keep it in a dry place"),
+               stream="t", ref="d:0")
+    store.catch_up_all()
+    within = recall(store.db, "kayak care dry place", budget=120, k=10, head=False)
+    assert within.used_tokens <= 120
+    assert within.items[0].refs == ["d:0"]  # what the person said beats the essay's pieces
+    essay = [i for i in within.items if i.refs == ["c:1"]]
+    assert essay and all(i.tokens < estimate(ESSAY) // 2 for i in essay)  # passages, not all
+    whole = recall(store.db, "kayak care dry place", budget=0, k=10, head=False)
+    (full,) = [i for i in whole.items if "c:1" in i.refs]
+    assert all(f"Point {n}:" in full.content for n in range(12))  # no budget: the whole turn

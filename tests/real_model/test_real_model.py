@@ -30,7 +30,7 @@ PARA = ("Build log notes: the ingest service on port 9400 now batches writes eve
         "the nightly job rotates logs in /srv/ingest/logs and keeps fourteen days; "
         "the flaky test in test_batching.py was a race between the flush timer and shutdown, "
         "fixed by joining the timer thread before closing the socket. ")
-PASTE = " ".join(f"({i}) {PARA}" for i in range(12))  # ~1,050 estimated, ~900 real tokens
+PASTE = " ".join(f"({i}) {PARA}" for i in range(16))  # ~1,400 estimated, ~1,200 real tokens
 
 
 def test_the_backend_streams_and_reports_stats(llm_server: str) -> None:

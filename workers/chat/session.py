@@ -1,7 +1,9 @@
 """A chat session: the flow of events around a conversation with the model.
 
-``SessionStarted`` → on the first user turn, memory recalled for it within the budget and
-recorded as ``MemoryInjected`` → each exchange as ``UserTurn`` / ``AssistantTurn`` (with the
+``SessionStarted`` → the start block of memory, recorded as ``MemoryInjected`` and sent to
+the server to read while the person types → for each message, a memory note when recall
+finds something new for it (``MemoryInjected``, :mod:`workers.chat.memory`) → each exchange
+as ``UserTurn`` / ``AssistantTurn`` (with the
 backend's stats), with a ``ToolCalled`` for each memory tool the model called in between
 (see :mod:`workers.tools`; only the final reply is an ``AssistantTurn``) →
 ``HistoryCompressed`` whenever the history reaches ``warn_at_pct`` of the context window →
@@ -11,6 +13,7 @@ writes only events. The terminal side lives in ``cli/chat.py``.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +21,7 @@ from typing import Any
 from events import Event, EventLog, Home
 from events.config import Config
 from events.ids import new_ulid
+from events.logger import get_logger
 from events.types import (
     AssistantTurn,
     HistoryCompressed,
@@ -28,8 +32,7 @@ from events.types import (
     UserTurn,
 )
 from projections import ProjectionStore
-from projections.inject import Injection, budget_for, build_injection
-from projections.semantic import semantic_searcher
+from projections.inject import Injection, budget_for
 from projections.tokens import estimate
 
 from ..llm import (
@@ -40,6 +43,7 @@ from ..llm import (
     ContextLengthExceeded,
     ModelNotFound,
 )
+from .memory import SessionMemory
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -67,11 +71,15 @@ MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply 
 MAX_CALLS_PER_ROUND = 5
 
 
+logger = get_logger("diarist.chat")
+
+
 @dataclass
 class _Message:
     role: str
     content: str
     event_ids: list[str] = field(default_factory=list)
+    memory_tokens: int = 0  # of a memory note attached to this (user) message
 
 
 class ChatSession:
@@ -87,11 +95,12 @@ class ChatSession:
         self.history: list[_Message] = []
         self.memory_block = ""
         self.injection: Injection | None = None
+        self.memory = SessionMemory(home, store, self.budget, config.memory.top_k, self.id)
+        self.warming: threading.Thread | None = None
         self.turns = 0
         self.compressions = 0
         # (user event id, assistant event id) of the last exchange: the shadow journal's input
         self.last_turn: tuple[str, str] | None = None
-        self._inject_next = config.memory.inject_on_start
         self.tools = tools
         # native tool calling: offered to HTTP backends until the server refuses it
         self._native_tools = tools and backend.native_tools
@@ -102,30 +111,76 @@ class ChatSession:
         return self.log.append(data, stream=self.id, **options).id
 
     def start(self) -> None:
+        """``SessionStarted``, then the start block of memory, read by the server while the
+        person types the first message."""
         self._append(SessionStarted(session=self.id, backend=self.backend.name,
                                     model=self.backend.model, context_window=self.window))
+        if self.config.memory.inject_on_start:
+            self.inject_start()
+        self.warm()
 
     def end(self) -> None:
         self._append(SessionEnded(session=self.id, turns=self.turns))
 
     # --- memory -----------------------------------------------------------------------------
 
-    def inject(self, query: str) -> Injection:
-        """Recall for ``query`` within the budget; it becomes the system prompt's memory."""
-        semantic = semantic_searcher(self.home, self.store)
-        injection = build_injection(self.store.db, query, self.budget, self.config.memory.top_k,
-                                    semantic)
+    def inject_start(self) -> Injection:
+        """The start block (:mod:`workers.chat.memory`): the end of the system prompt, the
+        same for the whole session."""
+        injection = self.memory.build_start()
+        self.injection, self.memory_block = injection, injection.text
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
                                     injected_tokens=injection.injected_tokens,
-                                    items=[i.id for i in injection.items]))
-        self.injection, self.memory_block = injection, injection.text
+                                    items=[i.id for i in injection.items], kind="start",
+                                    memory_tokens=self.memory_in_prompt()))
         return injection
 
+    def warm(self) -> None:
+        """Send the stable prefix (the system prompt with the start block) to the server on a
+        background thread, so it is read and cached before the first message arrives."""
+        messages = self.messages()
+
+        def read_ahead() -> None:
+            try:
+                self.backend.warm(messages)
+            except Exception as exc:  # a cold cache only costs speed
+                logger.info("chat.warm_failed", error=str(exc))
+
+        self.warming = threading.Thread(target=read_ahead, name="diarist-warm", daemon=True)
+        self.warming.start()
+
+    def memory_text(self) -> str:
+        """All the memory in the prompt now: the start block and the notes in the history."""
+        notes = [m.content.split("\n\n", 1)[0] for m in self.history if m.memory_tokens]
+        return "\n".join(t for t in [self.memory_block, *notes] if t)
+
+    def memory_in_prompt(self) -> int:
+        """Tokens of memory in the prompt now: the start block and the notes of the
+        messages still in the history."""
+        start = self.injection.injected_tokens if self.injection else 0
+        return start + sum(m.memory_tokens for m in self.history)
+
+    def _note(self, text: str) -> Injection | None:
+        """The memory note for a message, recorded as ``MemoryInjected``; None when there
+        is nothing new worth it (or notes are off)."""
+        if not self.config.memory.turn_recall:
+            return None
+        note = self.memory.note_for(text, self.memory_in_prompt())
+        if not note.text:
+            return None
+        self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
+                                    injected_tokens=note.injected_tokens,
+                                    items=[i.id for i in note.items], kind="turn",
+                                    memory_tokens=self.memory_in_prompt() + note.injected_tokens))
+        return note
+
     def clear(self) -> None:
-        """Forget the conversation so far (not the log); memory is injected again next turn."""
+        """Forget the conversation so far (not the log); the start block is built again."""
         self.history.clear()
-        self.memory_block = ""
-        self._inject_next = True
+        self.memory_block, self.injection = "", None
+        if self.config.memory.inject_on_start:
+            self.inject_start()
+        self.warm()
 
     def messages(self, *, tools: bool = True) -> list[dict]:
         """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
@@ -148,11 +203,11 @@ class ChatSession:
         """One user turn; returns the final reply. ``on_token`` gets every streamed piece of
         every model call of the turn (tool-call rounds included); ``on_reply_end`` is called
         after each of those calls with its reply, so a caller can tell them apart."""
-        if self._inject_next:
-            self._inject_next = False
-            self.inject(text)
+        note = self._note(text)
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
-        self.history.append(_Message("user", text, [user_id]))
+        content = f"{note.text}\n\n{text}" if note else text
+        self.history.append(_Message("user", content, [user_id],
+                                     note.injected_tokens if note else 0))
         reply = self._chat([], on_token, on_reply_end)
         if self.tools:
             reply = self._tool_rounds(reply, on_token, on_reply_end)

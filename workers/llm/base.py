@@ -78,6 +78,13 @@ class Backend(Protocol):
         """The message that carries a structured tool call's result back to the model."""
         ...
 
+    def warm(self, messages: list[dict]) -> None:
+        """Have the server read ``messages`` now and keep them cached (llama.cpp's prompt
+        cache, Ollama's loaded context), so that a later request that starts with the same
+        messages only reads what follows them. Best effort: errors are the caller's to
+        ignore."""
+        ...
+
     def models(self) -> list[str]: ...
 
     def context_window(self, model: str | None = None) -> int | None: ...

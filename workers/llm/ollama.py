@@ -15,6 +15,7 @@ from .stream import Delta
 
 OLLAMA_ENV = "OLLAMA_HOST"
 OLLAMA_DEFAULT = "http://127.0.0.1:11434"
+KEEP_ALIVE = "30m"  # the model (and its cached context) stays loaded between turns
 
 
 def parse_ndjson(lines: Iterable[bytes]) -> Iterator[Delta]:
@@ -83,7 +84,8 @@ class OllamaBackend(HTTPBackend):
             options["num_predict"] = max_tokens
         if temperature is not None:
             options["temperature"] = temperature
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream,
+                                "keep_alive": KEEP_ALIVE}
         if options:
             body["options"] = options
         if tools and tool_choice != "none":  # ollama has no tool_choice: "none" = no tools
@@ -94,6 +96,10 @@ class OllamaBackend(HTTPBackend):
 
     def tool_result_message(self, name: str, call_id: str | None, result: str) -> dict:
         return {"role": "tool", "content": result, "tool_name": name}
+
+    def warm(self, messages: list[dict]) -> None:
+        """Load the model and read ``messages`` into its context (one token generated)."""
+        self.chat(messages, stream=False, max_tokens=1, temperature=0)
 
     def whole(self, data: dict) -> Delta:
         return ollama_delta(data)

@@ -68,6 +68,7 @@ class OpenAIBackend(HTTPBackend):
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, timeout: float = 120.0) -> None:
         super().__init__(openai_url(base_url), model, timeout, api_key)
+        self._llama_cpp = False  # set when /props answers like llama.cpp's server
         self.unavailable_hint = (f"Start the OpenAI-compatible server at {self.base_url} "
                                  f"or set ${OPENAI_URL_ENV}.")
 
@@ -91,7 +92,14 @@ class OpenAIBackend(HTTPBackend):
         if json_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": json_schema}}
+        if self._llama_cpp:
+            body["cache_prompt"] = True  # reuse the cached prompt prefix of the slot
         return self.stream(f"{self.base_url}/chat/completions", body, parse_sse, on_token)
+
+    def warm(self, messages: list[dict]) -> None:
+        """Read ``messages`` into the server's prompt cache (one token generated)."""
+        self.context_window()  # learns whether this is llama.cpp's server (cache_prompt)
+        self.chat(messages, stream=False, max_tokens=1, temperature=0)
 
     def whole(self, data: dict) -> Delta:
         return openai_delta(data)
@@ -117,6 +125,9 @@ class OpenAIBackend(HTTPBackend):
             raise
         except DiaristError:
             return None
+        if not isinstance(props, dict):
+            return None
+        self._llama_cpp = "default_generation_settings" in props
         n = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
         return int(n) if n else None
 

@@ -81,6 +81,7 @@ class ScriptedBackend:
         self._window = context_window
         self.rules = load_rules(self.script) if self.script else []
         self.defaults = Defaults()
+        self.warmed: list[list[dict]] = []
 
     def __repr__(self) -> str:
         return f"ScriptedBackend(script={str(self.script) if self.script else None!r})"
@@ -111,6 +112,11 @@ class ScriptedBackend:
 
     def tool_result_message(self, name: str, call_id: str | None, result: str) -> dict:
         return {"role": "tool", "content": result, "tool_call_id": call_id or ""}
+
+    def warm(self, messages: list[dict]) -> None:
+        """Nothing to read ahead: the rules answer at once. Records what was warmed, so a
+        test can check that a later request starts with it."""
+        self.warmed.append([dict(m) for m in messages])
 
     def models(self) -> list[str]:
         return [self.model]

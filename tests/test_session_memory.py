@@ -1,0 +1,117 @@
+"""A chat's memory in the prompt: a start block that is the end of an unchanging system
+prompt (read ahead while the person types), and a note per message within the budget."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from events import EventLog, Home
+from events.config import Config, MemoryConfig
+from events.log import NewEvent
+from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
+from projections.tokens import estimate
+from workers.chat.memory import NOTE_MIN_SCORE
+from workers.chat.session import ChatSession
+from workers.llm import ChatReply, ScriptedBackend
+
+from .conftest import Stores, rules
+
+TOPICS = ["bees", "boat", "garden", "chess", "violin", "kayak", "sourdough", "telescope"]
+
+
+class Recording(ScriptedBackend):
+    """The scripted backend, keeping every request's messages."""
+
+    def __init__(self, script: Path | None = None, window: int = 2048) -> None:
+        super().__init__(script, context_window=window)
+        self.requests: list[list[dict]] = []
+
+    def chat(self, messages: list[dict], **kw: object) -> ChatReply:  # type: ignore[override]
+        self.requests.append([dict(m) for m in messages])
+        return super().chat(messages, **kw)  # type: ignore[arg-type]
+
+
+def seed(log: EventLog, n: int = 400) -> None:
+    log.append(ProfileSet(fields={"name": "Ann", "role": "beekeeper"}), stream="profile")
+    memories = [{"id": f"m{i}", "type": "user_preference",
+                 "content": f"Ann's {TOPICS[i % len(TOPICS)]} note {i}: she likes it a lot "
+                            f"and talks about the {TOPICS[i % len(TOPICS)]} every week"}
+                for i in range(n)]
+    mined = MemoriesMined(session="old", memories=memories)
+    log.append_many([NewEvent(stream="memory", data=mined)])
+    log.append(UserTurn(session="old", text="Tell me about my telescope and my kayak",
+                        name="Ann"), stream="old", ref="old:1")
+
+
+def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: Stores,
+                                                          tmp_path: Path) -> None:
+    log, store = stores
+    seed(log)
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+    session = ChatSession(home, log, store, backend, Config(), tools=False)
+    session.start()
+    assert session.warming is not None
+    session.warming.join(5)
+    (warmed,) = backend.warmed  # read ahead before the first message
+    assert warmed == [session.messages()[0]] and "[workspace profile]" in warmed[0]["content"]
+    assert "telescope" in warmed[0]["content"]  # recalled for the last session's last turns
+    for topic in TOPICS:
+        session.send(f"What do I like about my {topic}?")
+    system = {r[0]["content"] for r in backend.requests}
+    assert system == {warmed[0]["content"]}  # one system prompt for the whole session
+    for earlier, later in zip(backend.requests, backend.requests[1:], strict=False):
+        assert later[:len(earlier)] == earlier  # earlier prompt text is never rewritten
+    notes = log.read(types=["MemoryInjected"], stream=session.id)
+    assert [e.payload["kind"] for e in notes][0] == "start" and len(notes) > 2
+
+
+def test_each_note_fits_what_the_budget_has_left(home: Home, stores: Stores,
+                                                 tmp_path: Path) -> None:
+    log, store = stores
+    seed(log, 2000)
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}), window=2048)
+    config = Config(memory=MemoryConfig(budget_pct=0.25, top_k=50))
+    session = ChatSession(home, log, store, backend, config, tools=False)
+    session.start()
+    for topic in TOPICS * 2:
+        session.send(f"Remind me about the {topic}, please")
+        assert session.memory_in_prompt() <= session.budget
+    injected = log.read(types=["MemoryInjected"], stream=session.id)
+    notes = [e.payload for e in injected if e.payload["kind"] == "turn"]
+    assert notes and all(p["memory_tokens"] <= p["budget_tokens"] == 512 for p in notes)
+    assert sum(e.payload["injected_tokens"] for e in injected) <= session.budget  # no compression
+    shown = [i for e in injected for i in e.payload["items"]]
+    assert len(shown) == len(set(shown))  # nothing shown twice
+    for message, payload in zip([m for m in session.history if m.memory_tokens], notes,
+                                strict=True):
+        note = message.content.split("\n\n", 1)[0]
+        assert note.startswith("[memory note]") and estimate(note) == payload["injected_tokens"]
+
+
+def test_no_note_when_nothing_new_is_relevant(home: Home, stores: Stores, tmp_path: Path) -> None:
+    log, store = stores
+    log.append(Remembered(text="Ann keeps bees on the roof"), stream="memory")
+    store.catch_up_all()
+    session = ChatSession(home, log, store, Recording(rules(tmp_path, {"reply": "Hi."})),
+                          Config(), tools=False)
+    session.start()
+    session.send("where are my bees?")
+    session.send("and where are my bees again?")  # shown already: no second note
+    session.send("what is the capital of Peru?")  # nothing relevant
+    kinds = [e.payload["kind"] for e in log.read(types=["MemoryInjected"], stream=session.id)]
+    assert kinds == ["start", "turn"] and NOTE_MIN_SCORE > 0
+    assert "Ann keeps bees" in session.history[0].content
+    assert session.history[2].content == "and where are my bees again?"
+
+
+def test_notes_can_be_switched_off(home: Home, stores: Stores, tmp_path: Path) -> None:
+    log, store = stores
+    log.append(Remembered(text="Ann keeps bees on the roof"), stream="memory")
+    store.catch_up_all()
+    session = ChatSession(home, log, store, Recording(rules(tmp_path, {"reply": "Hi."})),
+                          Config(memory=MemoryConfig(turn_recall=False)), tools=False)
+    session.start()
+    session.send("where are my bees?")
+    assert session.history[0].content == "where are my bees?"
+    assert [e.payload["kind"] for e in log.read(types=["MemoryInjected"])] == ["start"]
