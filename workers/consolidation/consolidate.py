@@ -149,8 +149,11 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 
 
 def _stale(store: ProjectionStore) -> set[str]:
+    """What superseded and archived memories said, unless an active one says it too (a
+    merged duplicate says what its keeper says)."""
+    current = {normal(m.content) for m in list_memories(store.db)}
     return {normal(m.content) for m in list_memories(store.db, None, ("superseded", "archived"))
-            if m.content.strip()}
+            if m.content.strip()} - current
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],

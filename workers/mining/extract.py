@@ -38,7 +38,7 @@ from ..llm.lenient_json import LenientJSONError, loads_lenient
 from .candidates import HEURISTIC, KINDS, Candidate, Extraction
 from .chunks import Chunk, Turn
 from .heuristic import heuristic_candidates
-from .text import content_words, grounded, normal_subject, subject_key, tags_of
+from .text import content_words, grounded, normal_subject, stem, subject_key, tags_of
 
 SYSTEM = (
     "You turn a conversation into long-term memories. Reply with only JSON: "
@@ -225,7 +225,7 @@ def _confidence(value: Any) -> float:
         number = float(value)
     except (TypeError, ValueError):
         return DEFAULT_CONFIDENCE
-    if number > 1.0:  # a percentage
+    if number > 10:  # a percentage
         number /= 100
     return round(max(MIN_CONFIDENCE, min(1.0, number)), 3)
 
@@ -243,8 +243,9 @@ def _cited(value: Any, chunk: Chunk, content: str) -> list[Turn]:
             cited.append(chunk.turns[n - 1])
     if cited:
         return cited
-    words = set(content_words(content))
-    scored = [(len(words & set(content_words(t.text))), -t.n, t) for t in chunk.turns if t.source]
+    words = {stem(w) for w in content_words(content)}
+    scored = [(len(words & {stem(w) for w in content_words(f"{t.speaker} {t.text}")}), -t.n, t)
+              for t in chunk.turns if t.source]
     best = max(scored, default=None, key=lambda s: (s[0], s[1]))
     return [best[2]] if best and best[0] else []
 
@@ -260,7 +261,7 @@ def to_candidate(item: Any, chunk: Chunk) -> Candidate | None:
     if len(content_words(content)) < 2 or content.endswith("?"):
         return None
     cited = _cited(item.get("turns", item.get("turn", [])), chunk, content)
-    if not cited or not grounded(content, " ".join(t.text for t in cited)):
+    if not cited or not grounded(content, " ".join(f"{t.speaker}: {t.text}" for t in cited)):
         return None
     speaker = cited[0].speaker
     kind = str(item.get("kind") or "").strip().lower()

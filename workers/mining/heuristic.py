@@ -24,7 +24,8 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _TECH = frozenset("""api app bug build db branch ci cli code commit config container database
 deploy docker editor git github python repo release script server shell test tests vim
 emacs vscode linux library package npm pip pytest rust go java javascript typescript sql
-kubernetes terminal compiler framework endpoint function module""".split())
+kubernetes terminal compiler framework endpoint function module lint make push
+makefile ssh vault key""".split())
 
 
 def _p(pattern: str) -> re.Pattern[str]:

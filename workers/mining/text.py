@@ -134,11 +134,24 @@ def tags_of(text: str, speaker: str = "", limit: int = 3) -> list[str]:
     return out
 
 
+def stem(word: str) -> str:
+    """A crude stem, enough to match "uses" with "use" and "painted" with "paint"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
+def _stems(text: str) -> set[str]:
+    return {s for s in (stem(w) for w in content_words(text))
+            if s not in STOPWORDS and s not in _EXTRA_STOP}
+
+
 def grounded(content: str, source: str, minimum: int = 2) -> bool:
-    """Whether a memory shares enough content words with the turns it cites (a model that
-    invents a fact, or copies the prompt, cites turns that do not say it)."""
-    words = set(content_words(content))
+    """Whether a memory shares enough content words (stemmed) with the turns it cites — the
+    speakers' names included — so that a model that invents a fact, or copies the prompt,
+    is caught: the turns it cites do not say it."""
+    words = _stems(content)
     if not words:
         return False
-    shared = words & set(content_words(source))
-    return len(shared) >= min(minimum, len(words))
+    return len(words & _stems(source)) >= min(minimum, len(words))
