@@ -7,7 +7,7 @@
   then consolidate (consolidation reads what mining journaled). A worker that was not
   running at 02:00 but starts before 08:00 still runs it; later it waits for the next night.
 - **maintenance** (``maintenance.enabled``): when ``maintenance.every_hours`` (6) have
-  passed since the last one.
+  passed since the last one (or since the first tick of a home).
 - **sessions that just ended** (``mining.on_session_end``): a session that ended in the
   last hour with at least ``mining.min_turns`` (10) turns is mined now — unless a chat had
   a turn in the last 15 minutes (the chat's model must not wait for mining; the next tick
@@ -81,10 +81,11 @@ def night_due(config: Config, now_local: dt.datetime, last_night: str | None) ->
 
 
 def maintenance_due(config: Config, now: dt.datetime, last: str | None) -> bool:
-    if not config.maintenance.enabled:
+    """Every ``maintenance.every_hours`` of a worker's life (the first tick only starts the
+    count: a worker that starts does not archive anything at once; ``diarist maintain``
+    does it now)."""
+    if not config.maintenance.enabled or not last:
         return False
-    if not last:
-        return True
     return now - clock.from_iso(last) >= dt.timedelta(hours=config.maintenance.every_hours)
 
 
@@ -149,8 +150,9 @@ def tick(home: Home, *, now: dt.datetime | None = None) -> list[str]:
         if local < start:
             start -= dt.timedelta(days=1)
         write_state(home, night=start.date().isoformat())
-    if maintenance_due(config, now, state.get("maintenance")):
-        due.append("maintenance")
+    if "maintenance" not in state or maintenance_due(config, now, state["maintenance"]):
+        if "maintenance" in state and config.maintenance.enabled:
+            due.append("maintenance")
         write_state(home, maintenance=clock.to_iso(now))
     if not due or due == ["maintenance"]:
         due += [f"session:{s}" for s in ended_sessions_to_mine(home, config, now)]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from huey.storage import RedisStorage
+
 CATCH_UP_PREFIXES = ("project.", "embed.")
 MINING_PREFIX = "mine:"
 
@@ -41,7 +43,7 @@ def _short_name(huey: Any, message: Any) -> str | None:
 
 def _remove(huey: Any, raw: bytes) -> None:
     storage = huey.storage
-    if hasattr(storage, "conn") and hasattr(storage, "queue_key"):  # Redis
+    if isinstance(storage, RedisStorage):
         storage.conn.lrem(storage.queue_key, 1, raw)
     else:  # SQLite
         storage.sql("delete from task where id = (select id from task"
@@ -69,7 +71,7 @@ def drop_tasks(huey: Any, predicate: Callable[[str | None, tuple], bool]) -> dic
 
 
 def prune_queue(huey: Any, *, worker_running: bool, mining_running: bool) -> PruneReport:
-    sqlite = not hasattr(huey.storage, "conn")
+    sqlite = not isinstance(huey.storage, RedisStorage)
     seen: set[tuple[str | None, str]] = set()
 
     def orphan(name: str | None, args: tuple) -> bool:
