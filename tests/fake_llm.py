@@ -48,7 +48,10 @@ class FakeLLM:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except BrokenPipeError:  # the client was killed (the kill -9 test)
+                    pass
 
             def do_GET(self) -> None:
                 if self.path.endswith("/models"):

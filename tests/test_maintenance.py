@@ -13,7 +13,7 @@ from events import EventLog, Home, clock
 from events.config import Config, MiningConfig, load_config
 from events.types import MemoryForgotten, Remembered
 from projections import open_store
-from workers.app import configure, huey
+from workers.app import configure, huey, mining_queue
 from workers.maintenance.maintain import maintain
 from workers.maintenance.queue import prune_queue
 from workers.pass_lock import pass_lock
@@ -67,12 +67,18 @@ def test_a_queue_without_a_worker_is_pruned(home: Home) -> None:
     configure(home)
     huey.flush()
     enqueue_catch_up()
+    enqueue_catch_up()  # coalesced: still one each
+    mining_queue.flush()
     mine_extract_task("old-pass", {"session": "s", "turns": []}, {})
-    huey.put("mine:old-pass:s:1-2:claim", "x")
-    assert huey.pending_count() == 10
+    mine_extract_task("old-pass", {"session": "s", "turns": []}, {})
+    mining_queue.put("mine:old-pass:s:1-2:claim", "x")
+    assert (huey.pending_count(), mining_queue.pending_count()) == (9, 2)
+    report = prune_queue(mining_queue, worker_running=True, mining_running=True)
+    assert report.dropped == {"mine.extract": 1} and report.keys == 0  # the duplicate only
+    report = prune_queue(mining_queue, worker_running=True, mining_running=False)
+    assert report.dropped == {"mine.extract": 1} and report.keys == 1 and report.pending == 0
     with hold_worker_lock(home):  # a worker will run the catch-ups: kept
-        report = prune_queue(huey, worker_running=True, mining_running=False)
-    assert report.dropped == {"mine.extract": 1} and report.keys == 1 and report.pending == 9
+        assert prune_queue(huey, worker_running=True, mining_running=False).tasks == 0
     report = prune_queue(huey, worker_running=False, mining_running=False)
     assert report.tasks == 9 and report.pending == 0
 

@@ -236,7 +236,7 @@ def test_a_model_gives_typed_memories_with_kind_confidence_tags_subject_and_refs
         1.0, ["r2"], "recommendation", ["prefers", "tea", "coffee"])
     drinks = found["Sam drinks tea"]  # unknown type and kind mapped; turns found by its words
     assert (drinks.type, drinks.kind, drinks.refs, drinks.confidence) == (
-        "user_preference", "pattern", ["r2"], 0.7)
+        "user_preference", "pattern", ["r2"], 0.8)
     assert "[scripted] Maya lives in Berlin" in (home.memory_dir / "2024-03-01.md").read_text()
 
 
@@ -365,3 +365,15 @@ def test_extract_without_source_lines_asks_nothing(tmp_path: Path) -> None:
     spec = scripted(tmp_path, {"reply": "not json"})
     result = extract(chunk, spec)
     assert (result.calls, result.candidates) == (0, [])
+
+
+def test_a_model_profile_that_is_no_identity_fact_is_retyped(tmp_path: Path) -> None:
+    chunk = Chunk("s", [Turn(1, 1, "e", "r1", "user", "Nora",
+                             "I adopted a cat called Biscuit and I live in Porto",
+                             "2024-01-01T00:00:00Z", True)])
+    cat = to_candidate({"content": "Nora adopted a cat", "type": "workspace_profile",
+                        "turns": [1]}, chunk)
+    home = to_candidate({"content": "Nora lives in Porto", "type": "workspace_profile",
+                         "turns": [1]}, chunk)
+    assert cat is not None and cat.type == "user_preference" and cat.kind == "pattern"
+    assert home is not None and home.type == "workspace_profile"

@@ -26,7 +26,7 @@ from events import Home
 from events.config import load_config
 from projections import all_projectors
 
-from .app import bound_home, configure, huey
+from .app import bound_home, configure, huey, mining_queue
 from .chat.shadow_journal import journal_exchange
 from .mining.distribute import Extractor, LocalExtractor, QueueExtractor, extract_queued
 from .mining.extract import MinerSpec, miner_spec
@@ -114,11 +114,12 @@ def catch_up_all_periodically() -> None:
 MINE_EXTRACT_TASK = "mine.extract"
 
 
-@huey.task(name=MINE_EXTRACT_TASK)
+@mining_queue.task(name=MINE_EXTRACT_TASK)
 def mine_extract_task(pass_id: str, chunk: dict, spec: dict) -> bool:
-    """One chunk of a mining pass, for any worker of a shared queue: stateless (the chunk
-    and the model settings come with the task; the API key from this worker's own config)."""
-    return extract_queued(huey, pass_id, chunk, spec, load_config(bound_home()).llm)
+    """One chunk of a mining pass, for any worker of a shared queue (``diarist worker
+    --mining``): stateless — the chunk and the model settings come with the task, an API
+    key from this worker's own config."""
+    return extract_queued(mining_queue, pass_id, chunk, spec, load_config(bound_home()).llm)
 
 
 def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
@@ -126,7 +127,8 @@ def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
     config = load_config(home)
     if not config.redis_url:
         return LocalExtractor(spec, config.llm)
-    return QueueExtractor(configure(home), spec, mine_extract_task, config.llm)
+    configure(home)
+    return QueueExtractor(mining_queue, spec, mine_extract_task, config.llm)
 
 
 @huey.task(name="night.run")

@@ -56,12 +56,20 @@ def maintain(home: Home, *, now: dt.datetime | None = None,
 
 
 def prune(home: Home) -> tuple[PruneReport | None, str]:
-    """Prune the home's queue; (the report, or None and why it could not be reached)."""
-    from ..app import configure
+    """Prune the home's queue and its mining queue; (the report, or None and why the queue
+    could not be reached)."""
+    from ..app import configure, mining_queue
 
     try:
         huey = configure(home)
-        return prune_queue(huey, worker_running=worker_present(home),
-                           mining_running=pass_running(home, "mine")), ""
+        flags = {"worker_running": worker_present(home),
+                 "mining_running": pass_running(home, "mine")}
+        report = prune_queue(huey, **flags)
+        mining = prune_queue(mining_queue, **flags)
     except Exception as exc:  # an unreachable queue is reported, never fatal here
         return None, str(exc)
+    for name, count in mining.dropped.items():
+        report.dropped[name] = report.dropped.get(name, 0) + count
+    report.keys += mining.keys
+    report.pending += mining.pending
+    return report, ""

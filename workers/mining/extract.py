@@ -16,16 +16,26 @@ the failure is recorded (``MiningFailed``). A server that cannot be reached is n
 failure of the chunk: :class:`~workers.llm.BackendUnavailable` propagates and the pass
 stops, to resume later.
 
+**What the model writes** per memory is only what needs a model — ``content``, ``type``,
+``subject`` and the ``turns`` it came from; every field is an output token, and output is
+what a small CPU model is slowest at. ``kind`` (and ``action`` for "remember to …") come
+from the heuristic extractor's patterns over the content, ``tags`` from its content words,
+and ``confidence`` is 0.8 for a model's memory (0.6–0.7 for the heuristic's) unless the
+answer gives one.
+
 **What is kept** of each memory: a known type (a few synonyms are mapped; else
-``user_preference``), a known kind (else ``pattern``), a confidence clamped to 0.3–1.0
-(0.7 when missing), turn numbers that name source lines of the chunk (else the source line
-sharing most words with it), and only when its content shares at least two content words
-with the lines it cites — a small model that copies the prompt or invents a fact is
-dropped here.
+``user_preference``) — ``workspace_profile`` only for identity facts (name, home, job,
+employer: recall injects every active profile memory first, so a model calling everything
+"profile" would crowd the budget), else the type the patterns give, else
+``user_preference``; turn numbers that name source lines of the chunk (else the source line
+sharing most words with it); and only when its content shares at least two content words
+(stemmed, speakers' names included) with the lines it cites — a small model that copies
+the prompt or invents a fact is dropped here.
 """
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -37,29 +47,27 @@ from ..llm import Backend, make_backend
 from ..llm.lenient_json import LenientJSONError, loads_lenient
 from .candidates import HEURISTIC, KINDS, Candidate, Extraction
 from .chunks import Chunk, Turn
-from .heuristic import heuristic_candidates
+from .heuristic import heuristic_candidates, kind_of, type_of
 from .text import content_words, grounded, normal_subject, stem, subject_key, tags_of
 
 SYSTEM = (
     "You turn a conversation into long-term memories. Reply with only JSON: "
     '{"memories": [...]}. Each memory is an object with:\n'
-    '"type": "workspace_profile" (who a person is: name, home, job), "user_preference" '
-    "(likes, habits, plans, events in their life), \"project_fact\" (a fact or decision "
-    'about a project), "tool_use" (how a tool or command behaves) or "workflow" (steps '
-    "someone follows);\n"
-    '"content": one short sentence that names the person;\n'
+    '"content": one short sentence that names the person it is about;\n'
+    '"type": "user_preference" (likes, habits, plans, events in their life), '
+    '"workspace_profile" (only their name, home, job or employer), "project_fact" (a fact '
+    'or decision about a project), "tool_use" (how a tool or command behaves) or '
+    '"workflow" (steps someone follows);\n'
     '"subject": one to three words for what it is about (the same words for facts that '
     "would replace each other);\n"
-    '"kind": "pattern", "pitfall", "workaround" or "recommendation";\n'
-    '"confidence": 0.5 to 1.0;\n'
     '"turns": the numbers of the lines it comes from.\n'
     "Keep only facts the speakers state about themselves, their work, plans, likes or "
     "lives. Skip greetings, questions and small talk. Lines marked (context) only explain "
     'the others. Reply {"memories": []} when nothing is worth keeping.')
 MAX_PER_CHUNK = 8
-TOKENS_PER_MEMORY = 60       # the answer's budget: this much per memory asked for, plus a bit
+TOKENS_PER_MEMORY = 48       # the answer's budget: this much per memory asked for, plus a bit
 PROMPT_OVERHEAD = 420        # estimated tokens of SYSTEM, the template and the closing line
-MIN_CONFIDENCE, DEFAULT_CONFIDENCE = 0.3, 0.7
+MIN_CONFIDENCE, DEFAULT_CONFIDENCE = 0.3, 0.8
 REPLY_EXCERPT = 600
 _TYPE_SYNONYMS = {"profile": "workspace_profile", "preference": "user_preference",
                   "fact": "project_fact", "project": "project_fact", "tool": "tool_use",
@@ -132,14 +140,13 @@ def wanted(chunk: Chunk) -> int:
 def schema(limit: int) -> dict[str, Any]:
     from projections.items import MEMORY_TYPES
 
+    # No length limits: llama.cpp expands maxLength into a grammar that samples slowly.
     memory = {"type": "object", "properties": {
+        "content": {"type": "string"},
         "type": {"enum": list(MEMORY_TYPES)},
-        "content": {"type": "string", "maxLength": 200},
-        "subject": {"type": "string", "maxLength": 40},
-        "kind": {"enum": list(KINDS)},
-        "confidence": {"type": "number"},
-        "turns": {"type": "array", "items": {"type": "integer"}, "maxItems": 4}},
-        "required": ["type", "content", "subject", "kind", "confidence", "turns"]}
+        "subject": {"type": "string"},
+        "turns": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["content", "type", "subject", "turns"]}
     return {"type": "object", "properties": {
         "memories": {"type": "array", "items": memory, "maxItems": limit}},
         "required": ["memories"]}
@@ -220,6 +227,21 @@ def _type(value: Any) -> str:
     return "user_preference"
 
 
+def _checked_type(value: Any, content: str) -> str:
+    """The model's type, except a profile that is not an identity fact (see the module
+    doc)."""
+    type_ = _type(value)
+    if type_ == "workspace_profile" and not _IDENTITY.search(content.casefold()):
+        found = type_of(content)
+        return found if found and found != "workspace_profile" else "user_preference"
+    return type_
+
+
+_IDENTITY = re.compile(r"\b(?:name is|goes by|lives?|living|moved|home|works?|working|job"
+                       r"|employ\w*|role|engineer|developer|teacher|nurse|doctor|student"
+                       r"|manager|designer|profession\w*)\b")
+
+
 def _confidence(value: Any) -> float:
     try:
         number = float(value)
@@ -270,7 +292,8 @@ def to_candidate(item: Any, chunk: Chunk) -> Candidate | None:
     raw_tags = item.get("tags")
     tags = ([str(t)[:30] for t in raw_tags][:5] if isinstance(raw_tags, list) and raw_tags
             else tags_of(content, speaker))
-    return Candidate(_type(item.get("type")), content, kind if kind in KINDS else "pattern",
+    return Candidate(_checked_type(item.get("type"), content), content,
+                     kind if kind in KINDS else kind_of(content),
                      str(item.get("action") or "")[:200], _confidence(item.get("confidence")),
                      tags, subject, [t.n for t in cited])
 

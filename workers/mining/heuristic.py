@@ -61,6 +61,30 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
 ]
 
 
+def kind_of(text: str) -> str:
+    """pitfall / workaround / recommendation / pattern, by the same patterns."""
+    low = text.casefold()
+    if _RULES[1][0].search(low):
+        return "pitfall"
+    if _RULES[2][0].search(low):
+        return "workaround"
+    if _RULES[4][0].search(low) or _RECOMMEND.search(low) or _REMEMBER.match(low):
+        return "recommendation"
+    return "pattern"
+
+
+def type_of(text: str) -> str | None:
+    """The type the patterns give a statement, or None when none matches."""
+    low = text.casefold()
+    for pattern, type_, _kind, _confidence in _RULES:
+        if pattern.search(low):
+            return _by_topic(type_, text)
+    return None
+
+
+_RECOMMEND = _p(r"(?:should|must|always use|never use|recommend|better to|prefer)")
+
+
 def _by_topic(type_: str, text: str) -> str:
     """A decision or a tool note about something that is not software is a preference."""
     if type_ in ("project_fact", "tool_use") and not (set(content_words(text)) & _TECH):
