@@ -44,6 +44,8 @@ class Extraction:
     prompt_tokens: int = 0
     reply_tokens: int = 0
     elapsed_ms: int = 0
+    write_ms: int = 0        # of elapsed_ms, writing the answer (reply tokens at the server's
+                             # reported rate; the rest is reading the prompt and overhead)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -178,6 +178,8 @@ def extract(chunk: Chunk, spec: MinerSpec, llm: LLMConfig | None = None) -> Extr
         result.calls += 1
         result.prompt_tokens += reply.stats.prompt_tokens or 0
         result.reply_tokens += reply.stats.reply_tokens or 0
+        if reply.stats.tokens_per_sec and reply.stats.reply_tokens:
+            result.write_ms += int(reply.stats.reply_tokens / reply.stats.tokens_per_sec * 1000)
         reply_text = reply.text
         try:
             items = memory_items(loads_lenient(reply.text))
