@@ -117,6 +117,8 @@ def main() -> None:  # noqa: C901 - a linear script
                         help="the first N sessions of each conversation (a documented subset)")
     parser.add_argument("--ctx-size", type=int, default=4096)
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-models"))
+    parser.add_argument("--no-schema", action="store_true",
+                        help="do not send the JSON schema (to measure what the grammar costs)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="diarist-bench-mining-"))
@@ -133,7 +135,8 @@ def main() -> None:  # noqa: C901 - a linear script
         else:
             port = free_port()
             server = start_server(args.models, args.model, port, args.ctx_size)
-            spec = MinerSpec("openai", base_url=f"http://127.0.0.1:{port}/v1")
+            spec = MinerSpec("openai", base_url=f"http://127.0.0.1:{port}/v1",
+                             constrained=not args.no_schema)
             name = f"qwen2.5-coder-{args.model}"
         chunk_times: list[float] = []
         write_s: list[float] = []
@@ -154,7 +157,8 @@ def main() -> None:  # noqa: C901 - a linear script
         with_mined = evidence_recall(home, questions)
         sessions = report.sessions or 1
         out = {
-            "extractor": name, "conversations": args.convs, "sessions_per_conv": args.sessions,
+            "extractor": name, "schema": not args.no_schema, "conversations": args.convs,
+            "sessions_per_conv": args.sessions,
             "ctx_size": args.ctx_size, "turns": imported.turns, "sessions": report.sessions,
             "chunks": report.chunks, "calls": report.calls, "seconds": round(seconds, 1),
             "minutes_per_1000_turns": round(seconds / 60 / max(report.turns, 1) * 1000, 2),

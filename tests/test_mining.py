@@ -377,3 +377,26 @@ def test_a_model_profile_that_is_no_identity_fact_is_retyped(tmp_path: Path) -> 
                          "turns": [1]}, chunk)
     assert cat is not None and cat.type == "user_preference" and cat.kind == "pattern"
     assert home is not None and home.type == "workspace_profile"
+
+
+def test_no_secret_reaches_the_mining_prompt(home: Home, tmp_path: Path) -> None:
+    import_turns(home, tmp_path, [turn("s", "2024-01-01T10:00:00Z", "user", "Ann",
+                                       "I like my token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                                       "r1")])
+    with fake_llm() as llm:
+        mine(home, MinerSpec("openai", base_url=llm.url))
+        bodies = json.dumps(llm.chat_calls())
+    assert "[secret]" in bodies and "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in bodies
+
+
+def test_forgetting_a_turn_forgets_what_was_mined_from_it(home: Home, tmp_path: Path) -> None:
+    week(home, tmp_path)
+    mine(home, HEURISTIC)
+    with EventLog(home.events_db) as log:
+        berlin_turn = log.get("r1")
+    run("memory", "forget", berlin_turn.id)  # by the turn's event id
+    assert "Berlin" not in (home.memory_dir / "2024-03-01.md").read_text()
+    run("memory", "forget", "r4")  # by its ref
+    assert not (home.memory_dir / "2024-03-05.md").exists()
+    assert [m.content for m in memories(home)] == ["Sam: I prefer tea to coffee."]
+
