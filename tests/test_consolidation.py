@@ -141,3 +141,17 @@ def test_no_secret_reaches_the_model(home: Home) -> None:
     assert "Section: Preferences" in bodies and "[secret]" in bodies
     assert "sk-proj-abcdefghijklmnopqrstuvwxyz123456" not in bodies
     assert report.failures == 1  # the fake answers with mining JSON: no bullets
+
+
+def test_dry_run_shows_the_new_memory_md_and_changes_nothing(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        note(log, "Ann likes tea")
+        head = log.head()
+    out = run("consolidate", "--dry-run", "--heuristic").output
+    assert out.startswith("Dry run: MEMORY.md 0 → ") and "1 line(s) added" in out
+    assert "## Preferences\n- Ann likes tea\n" in out
+    with EventLog(home.events_db) as log:
+        assert log.head() == head and not log.read(types=["LongTermRewritten"])
+    assert not (home.memory_dir / "MEMORY.md").exists()
+    assert "1 line(s) added" in run("consolidate", "--heuristic").output
+    assert "## Preferences\n- Ann likes tea\n" in memory_md(home)

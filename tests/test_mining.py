@@ -400,3 +400,40 @@ def test_forgetting_a_turn_forgets_what_was_mined_from_it(home: Home, tmp_path: 
     assert not (home.memory_dir / "2024-03-05.md").exists()
     assert [m.content for m in memories(home)] == ["Sam: I prefer tea to coffee."]
 
+
+def test_the_pass_reports_its_progress_turn_by_turn(home: Home, tmp_path: Path) -> None:
+    import contextlib
+
+    week(home, tmp_path)
+    seen: list[tuple[str, int, list[int]]] = []
+
+    @contextlib.contextmanager
+    def recording(total: int, label: str):  # type: ignore[no-untyped-def]
+        steps: list[int] = []
+        seen.append((label, total, steps))
+        yield steps.append
+
+    mine(home, HEURISTIC, progress=recording)
+    [(label, total, steps)] = seen
+    assert (label, total) == ("Mining", 5) and sum(steps) == 5 and len(steps) == 2  # 2 chunks
+
+
+def test_the_mining_model_and_server_are_chosen_apart_from_the_chats(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from events.config import LLMConfig
+    from workers.mining.extract import MINING_URL_ENV, miner_spec
+
+    monkeypatch.delenv(MINING_URL_ENV, raising=False)
+    assert not miner_spec(LLMConfig()).uses_model  # no model configured: the heuristic
+    chat_only = LLMConfig(backend="openai", model="qwen-0.5b", base_url="http://chat/v1")
+    spec = miner_spec(chat_only)
+    assert (spec.backend, spec.model, spec.base_url) == ("openai", "qwen-0.5b", None)
+    night = LLMConfig(backend="openai", model="qwen-0.5b", base_url="http://chat/v1",
+                      mining_model="qwen2.5-coder-1.5b", mining_base_url="http://night/v1")
+    spec = miner_spec(night)
+    assert (spec.model, spec.base_url) == ("qwen2.5-coder-1.5b", "http://night/v1")
+    monkeypatch.setenv(MINING_URL_ENV, "http://env/v1")
+    assert miner_spec(night).base_url == "http://env/v1"
+    assert miner_spec(night, base_url="http://flag/v1", model="m").model == "m"
+    assert miner_spec(night, base_url="http://flag/v1").base_url == "http://flag/v1"
+    assert not miner_spec(night, heuristic=True).uses_model

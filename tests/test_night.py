@@ -160,3 +160,32 @@ def test_run_night_without_a_model_uses_the_heuristic_extractor(home: Home,
     assert report.consolidated is not None and report.consolidated.changed
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
     assert "Maya: I moved to Lisbon last month." in memory_md and "Berlin" not in memory_md
+
+
+def test_the_workers_minute_tick_runs_the_night_through_the_queue(home: Home,
+                                                                  tmp_path: Path) -> None:
+    """`diarist worker`'s periodic `schedule.tick` queues `night.run` at 02:00 local time
+    (here on an immediate Huey: the same task functions, run inline), once a night."""
+    from workers.app import configure
+    from workers.tasks import schedule_tick
+
+    setup_home(home, tmp_path)
+    configure(home, immediate=True)
+    with EventLog(home.events_db) as log:
+        start = log.head()
+    with clock.frozen(dt.datetime(2024, 3, 21, 1, 0).astimezone()):
+        schedule_tick()  # before the night: nothing but the first maintenance bookkeeping
+    with EventLog(home.events_db) as log:
+        assert log.head() == start
+    with clock.frozen(dt.datetime(2024, 3, 21, 2, 30).astimezone()):
+        schedule_tick()
+    with EventLog(home.events_db) as log:
+        kinds = {e.type for e in log.read(after=start)}
+        head = log.head()
+    assert {"MemoriesMined", "MemoriesMerged", "MemorySuperseded",
+            "LongTermRewritten"} <= kinds  # mine → dream → consolidate (heuristic: no model)
+    assert (home.memory_dir / "MEMORY.md").exists()
+    with clock.frozen(dt.datetime(2024, 3, 21, 3, 30).astimezone()):
+        schedule_tick()  # the same night: not again
+    with EventLog(home.events_db) as log:
+        assert log.head() == head
