@@ -152,6 +152,7 @@ def main() -> None:  # noqa: C901 - a linear script
         with EventLog(home.events_db) as log:
             mined = [m for e in log.read(types=["MemoriesMined"]) for m in e.payload["memories"]]
             fallbacks = sum(1 for e in log.read(types=["MemoriesMined"]) if e.payload["fallback"])
+            failed = [e.payload["error"][:120] for e in log.read(types=["MiningFailed"])]
         useful = sum(1 for m in mined if set(m.get("refs", [])) & evidence)
         sync(home)
         with_mined = evidence_recall(home, questions)
@@ -166,7 +167,7 @@ def main() -> None:  # noqa: C901 - a linear script
             "calls_per_session": round(report.calls / sessions, 2),
             "memories": len(mined), "memories_per_session": round(len(mined) / sessions, 2),
             "reinforced": report.reinforced, "failures": report.failures,
-            "heuristic_fallbacks": fallbacks,
+            "heuristic_fallbacks": fallbacks, "failure_errors": failed,
             "prompt_tokens": report.prompt_tokens, "reply_tokens": report.reply_tokens,
             "reply_tokens_per_call": round(report.reply_tokens / max(report.calls, 1), 1),
             "seconds_per_call": round(sum(chunk_times) / max(report.calls, 1), 2),
