@@ -12,6 +12,7 @@ from .event_commands import events, export, import_
 from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
+from .night_commands import consolidate, dream, maintain, mine
 from .projection_commands import replay, status, sync
 from .worker_command import worker
 
@@ -29,7 +30,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
-                journal, memory, chat, serve_model):
+                journal, memory, chat, serve_model, mine, dream, consolidate, maintain):
     cli.add_command(command)
 
 

@@ -175,10 +175,10 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
             continue
         weight = _freshness(hit.at, now)
         if hit.source == MEMORY:
-            status, confidence = states.get(hit.id, ("active", 1.0))
+            status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
             if status != "active":
                 continue
-            weight *= confidence
+            weight *= confidence * relevancy
         ranked.append((score * weight, hit))
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
 

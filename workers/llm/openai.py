@@ -68,6 +68,9 @@ class OpenAIBackend(HTTPBackend):
     def __init__(self, base_url: str | None = None, model: str | None = None,
                  api_key: str | None = None, timeout: float = 120.0) -> None:
         super().__init__(openai_url(base_url), model, timeout, api_key)
+        # extra fields for every request's body, e.g. llama.cpp's {"cache_prompt": true}
+        # (mining keeps its fixed prompt prefix in the server's cache)
+        self.extra_body: dict[str, Any] = {}
         self.unavailable_hint = (f"Start the OpenAI-compatible server at {self.base_url} "
                                  f"or set ${OPENAI_URL_ENV}.")
 
@@ -91,6 +94,7 @@ class OpenAIBackend(HTTPBackend):
         if json_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": json_schema}}
+        body.update(self.extra_body)
         return self.stream(f"{self.base_url}/chat/completions", body, parse_sse, on_token)
 
     def whole(self, data: dict) -> Delta:
