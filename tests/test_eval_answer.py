@@ -1,0 +1,119 @@
+"""`diarist eval --answer` with the scripted backend (the same SSE parser as a real server):
+the three prompts, scoring, the summary with paired intervals, and the cache that makes an
+interrupted run resume."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events.config import Config
+from projections.tokens import estimate
+from workers.chat.session import SYSTEM_PROMPT
+from workers.eval.answer import RECENT_HEADER, AnswerCache, Answerer, prompts
+from workers.eval.changed_facts import generate
+from workers.eval.load import load_dataset
+from workers.eval.runner import EvalOptions, run_eval
+from workers.llm import ScriptedBackend
+
+from .conftest import rules, run
+
+FIXTURES = Path(__file__).parent / "fixtures" / "eval"
+
+
+def test_the_three_prompts() -> None:
+    data = generate(2, people=1, sessions=6)
+    conv = data.conversations[0]
+    q = conv.questions[0]
+    block = "[memory context]\n[knowledge]\n- (2024-03-01) Maya: a fact"
+    asked = prompts(conv, q, block, window=1024, max_tokens=32)
+    for mode in ("memory", "none", "recent"):
+        system, user = asked[mode]
+        assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT)
+        assert user == {"role": "user", "content": user["content"]}
+        assert user["content"].startswith(q.query)
+    assert asked["memory"][0]["content"].endswith(block)
+    assert asked["none"][0]["content"] == SYSTEM_PROMPT
+    recent = asked["recent"][0]["content"]
+    assert RECENT_HEADER in recent
+    # the most recent turns, oldest first, as many as the window leaves room for
+    last = conv.turns[-1]
+    assert recent.endswith(f"{last['name']}: {last['text']}")
+    assert f"({conv.turns[0]['at'][:10]})" not in recent   # the first session is too old
+    assert sum(estimate(m["content"]) for m in asked["recent"]) + 32 <= 1024
+    bigger = prompts(conv, q, block, window=4096, max_tokens=32)["recent"][0]["content"]
+    assert len(bigger) > len(recent)
+
+
+def _script(tmp_path: Path) -> Path:
+    return rules(tmp_path, {"match": "job now", "reply": "Ann teaches chemistry now."},
+                 {"match": "before teaching", "reply": "A baker."},
+                 {"reply": "I do not know."})
+
+
+def test_answer_run_scores_three_ways_and_resumes_from_the_cache(tmp_path: Path) -> None:
+    script, cache = _script(tmp_path), tmp_path / "answers.jsonl"
+    args = ["eval", str(FIXTURES / "layout"), "--answer", "--backend", "scripted",
+            "--script", str(script), "--cache", str(cache), "--json"]
+    first = run(*args)
+    report = json.loads(first.stdout)
+    assert "(6 replies asked, 0 from the cache" in first.stderr
+    q1, q2 = report["questions"]
+    assert set(q1["answers"]) == {"memory", "none", "recent"}
+    assert q1["answers"]["memory"]["reply"] == "Ann teaches chemistry now."
+    assert q1["answers"]["memory"]["f1"] == pytest.approx(2 * (1 / 4 * 1 / 2) / (1 / 4 + 1 / 2))
+    assert q1["answers"]["memory"]["contains"] == 0.0   # "chemistry teacher" is not said
+    assert q2["answers"]["none"]["f1"] == 1.0 and q2["answers"]["none"]["contains"] == 1.0
+    assert q1["answers"]["memory"]["prompt_tokens"] > q1["answers"]["none"]["prompt_tokens"]
+    answers = report["summary"]["overall"]["answers"]
+    assert set(answers["f1"]) == {"memory", "none", "recent", "memory-none", "memory-recent"}
+    assert answers["f1"]["memory-none"]["mean"] == pytest.approx(0.0)
+    assert len(cache.read_text().splitlines()) == 6
+    # again: every reply comes from the cache, the figures are the same
+    second = run(*args)
+    assert "(0 replies asked, 6 from the cache" in second.stderr
+    assert json.loads(second.stdout)["summary"] == report["summary"]
+    # the table and the report show the answers
+    table = run(*args[:-1]).stdout
+    assert "with diarist's memory" in table and "gain over no memory" in table
+
+
+class _Interrupting(ScriptedBackend):
+    """A real scripted backend that is interrupted (Ctrl-C) at its n-th request."""
+
+    def __init__(self, script: Path, at: int | None) -> None:
+        super().__init__(script)
+        self.at, self.calls = at, 0
+
+    def chat(self, messages: list[dict], **kwargs: Any) -> Any:  # type: ignore[override]
+        self.calls += 1
+        if self.at is not None and self.calls == self.at:
+            raise KeyboardInterrupt
+        return super().chat(messages, **kwargs)
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    data = load_dataset(FIXTURES / "layout")
+    cache = tmp_path / "answers.jsonl"
+
+    def run_with(backend: _Interrupting) -> Any:
+        answerer = Answerer(backend, AnswerCache(cache), window=2048)
+        return run_eval(data, EvalOptions(embed=False, answerer=answerer), Config())
+
+    with pytest.raises(KeyboardInterrupt):
+        run_with(_Interrupting(_script(tmp_path), at=5))
+    assert len(cache.read_text().splitlines()) == 4   # the four replies before the interrupt
+    resumed = _Interrupting(_script(tmp_path), at=None)
+    report = run_with(resumed)
+    assert resumed.calls == 2                          # only what was missing is asked
+    assert len(report.questions) == 2
+    assert sum(a["cached"] for r in report.questions for a in r["answers"].values()) == 4
+
+
+def test_a_torn_last_cache_line_is_ignored(tmp_path: Path) -> None:
+    cache = tmp_path / "answers.jsonl"
+    cache.write_text(json.dumps({"key": "k1", "reply": "x"}) + "\n" + '{"key": "k2", "rep')
+    loaded = AnswerCache(cache)
+    assert set(loaded.entries) == {"k1"}
