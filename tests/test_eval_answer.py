@@ -117,3 +117,14 @@ def test_a_torn_last_cache_line_is_ignored(tmp_path: Path) -> None:
     cache.write_text(json.dumps({"key": "k1", "reply": "x"}) + "\n" + '{"key": "k2", "rep')
     loaded = AnswerCache(cache)
     assert set(loaded.entries) == {"k1"}
+
+
+def test_an_unreachable_server_fails_before_any_work(tmp_path: Path) -> None:
+    from .conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    result = run("eval", str(FIXTURES / "layout"), "--answer", "--backend", "openai",
+                 "--base-url", url, "--keep-homes", str(tmp_path / "homes"), ok=False)
+    assert result.exit_code == 1
+    assert f"Error: cannot reach the openai server at {url}" in result.output
+    assert not (tmp_path / "homes").exists()   # nothing was built

@@ -81,6 +81,7 @@ def evaluate(request: EvalRequest, *, progress: ProgressFactory = no_progress) -
                                base_url=settings.base_url, script=settings.script,
                                timeout=settings.timeout,
                                llm=config.llm)
+        backend.models()  # reachable? (BackendUnavailable, with its hint, before any work)
         cache_path = answer_cache_path(request.workspace, settings)
         answerer = Answerer(backend, AnswerCache(cache_path), window=options.window,
                             max_tokens=settings.max_tokens)
