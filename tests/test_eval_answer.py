@@ -78,6 +78,12 @@ def test_answer_run_scores_three_ways_and_resumes_from_the_cache(tmp_path: Path)
     # the table and the report show the answers
     table = run(*args[:-1]).stdout
     assert "with diarist's memory" in table and "gain over no memory" in table
+    # --report draws the answers chart beside the recall chart, and reports the gains
+    pytest.importorskip("matplotlib")
+    run(*args[:-1], "--report", str(tmp_path / "r"))
+    assert (tmp_path / "r" / "answers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (tmp_path / "r" / "report.md").read_text()
+    assert "![answers](answers.png)" in markdown and "| gain over no memory |" in markdown
 
 
 class _Interrupting(ScriptedBackend):
@@ -117,6 +123,10 @@ def test_a_torn_last_cache_line_is_ignored(tmp_path: Path) -> None:
     cache.write_text(json.dumps({"key": "k1", "reply": "x"}) + "\n" + '{"key": "k2", "rep')
     loaded = AnswerCache(cache)
     assert set(loaded.entries) == {"k1"}
+    # the next reply after such a crash is a line of its own, found again by the next run
+    loaded.put("k3", {"reply": "y"})
+    assert set(AnswerCache(cache).entries) == {"k1", "k3"}
+    assert AnswerCache(cache).get("k3")["reply"] == "y"
 
 
 def test_an_unreachable_server_fails_before_any_work(tmp_path: Path) -> None:

@@ -58,10 +58,18 @@ class AnswerCache:
         entry = {"key": key, **entry}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            # a crash may have left a torn last line: end it, so this entry is a line of its own
+            torn = handle.tell() > 0 and not _ends_with_newline(self.path)
+            handle.write(("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         self.entries[key] = entry
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def request_key(model: str, messages: list[dict], max_tokens: int) -> str:
