@@ -4,6 +4,8 @@ interrupted run resume."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +140,40 @@ def test_an_unreachable_server_fails_before_any_work(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert f"Error: cannot reach the openai server at {url}" in result.output
     assert not (tmp_path / "homes").exists()   # nothing was built
+
+
+@pytest.mark.slow
+def test_the_terminal_shows_a_bar_with_an_eta_and_ctrl_c_resumes(tmp_path: Path) -> None:
+    """In a real terminal: a progress bar with an ETA; ^C mid-run says where the answers are
+    cached and exits 130; the same command again asks only what is missing."""
+    from events import Home
+    from workers.eval.dataset import write_layout
+
+    from .conftest import diarist_cmd, subprocess_env
+    from .terminal import Terminal
+
+    write_layout(generate(3, people=10), tmp_path / "data")
+    cache = tmp_path / "answers.jsonl"
+    cmd = [*diarist_cmd(), "eval", str(tmp_path / "data"), "--answer", "--backend", "scripted",
+           "--script", str(_script(tmp_path)), "--cache", str(cache)]
+    env = subprocess_env(Home(tmp_path / "var").ensure())
+    term = Terminal(cmd, env, tmp_path)
+    try:
+        term.expect(r"Evaluating.*\d+/\d+.*\d\d:\d\d:\d\d", timeout=120)   # position and ETA
+        term.key(b"\x03")
+        screen = term.expect(r"Run the same command again to resume\.")
+        assert f"Answers so far are cached in {cache}" in " ".join(screen.split())
+        assert term.proc.wait(timeout=30) == 130
+    finally:
+        term.kill()
+        term.close()
+    asked_before = len(cache.read_text().splitlines())
+    assert 0 < asked_before
+    again = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    questions = len(generate(3, people=10).questions)
+    done = re.search(r"\((\d+) replies asked, (\d+) from the cache", again.stderr)
+    assert done, again.stderr
+    asked, reused = int(done.group(1)), int(done.group(2))
+    assert reused == asked_before and asked + reused == 3 * questions
