@@ -116,6 +116,14 @@ def test_report_writes_markdown_json_and_charts(tmp_path: Path) -> None:
     assert (tmp_path / "r" / "recall-vs-budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "r" / "report.md").read_text()
     assert "| evidence recall, top-10 |" in markdown and "![recall-vs-budget]" in markdown
+    # by category, with intervals: the same figures as the JSON's per-category summary
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    block = report["summary"]["categories"]["changed-fact"]
+    top10 = block["diarist"]["top10"]
+    row = next(line for line in markdown.splitlines() if line.startswith("| changed-fact (n="))
+    assert f"{top10['mean']:.3f} [{top10['low']:.3f}, {top10['high']:.3f}]" in row
+    assert "| category | diarist top-10 | BM25 top-10 |" in markdown
+    assert "diarist recency" in markdown and "F1" not in markdown   # no --answer, no F1 column
 
 
 def test_export_dataset_writes_the_layout(tmp_path: Path) -> None:

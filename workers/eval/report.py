@@ -136,6 +136,29 @@ def _markdown_table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) ->
     return out + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+CATEGORY_COLUMNS = (("diarist", "top10", "diarist top-10"), ("bm25", "top10", "BM25 top-10"),
+                    ("diarist", "budget512", "diarist 512 tokens"),
+                    ("bm25", "budget512", "BM25 512 tokens"),
+                    ("diarist", "recency", "diarist recency"))
+
+
+def _category_markdown(data: dict[str, Any]) -> list[str]:
+    """The figures by category with their intervals (a column only where some category has
+    it: recency needs stale refs, F1 needs --answer)."""
+    blocks = data["summary"]["categories"]
+    if not blocks:
+        return []
+    columns: list[tuple[str, Any]] = [
+        (label, lambda b, s=system, k=key: b[s][k]) for system, key, label in CATEGORY_COLUMNS]
+    columns += [(f"F1 {label}", lambda b, m=mode: (b.get("answers") or {}).get("f1", {}).get(m))
+                for mode, label in (("memory", "memory"), ("none", "no memory"),
+                                    ("recent", "recent history"))]
+    columns = [(label, get) for label, get in columns if any(get(b) for b in blocks.values())]
+    rows = [(f"{name} (n={block['questions']})", *(_ci(get(block)) for _, get in columns))
+            for name, block in blocks.items()]
+    return _markdown_table(rows, ("category", *(label for label, _ in columns)))
+
+
 def markdown(data: dict[str, Any], charts: list[Path]) -> str:
     overall = data["summary"]["overall"]
     out = ["# diarist eval", "", headline(data), "",
@@ -154,9 +177,10 @@ def markdown(data: dict[str, Any], charts: list[Path]) -> str:
                  for m, label in MODES[1:]]
         out += ["", "## Answers", ""]
         out += _markdown_table(rows, ("", "F1", "contains the answer"))
-    category = _by_category(data)
+    category = _category_markdown(data)
     if category:
-        out += ["", "## By category", "", "```", *category, "```"]
+        out += ["", "## By category", "", "Means with 95 % bootstrap intervals over the "
+                "questions of each category.", "", *category]
     if charts:
         out += ["", "## Charts", ""] + [f"![{c.stem}]({c.name})" for c in charts]
     out += ["", f"Run time: {data['timings'].get('total_s', 0):.1f} s."]
