@@ -359,7 +359,7 @@ def _wait_position(projections_db: Path, target: int, timeout: float) -> float |
 
 
 def bench_worker(report: Report, root: Path, rounds: int) -> None:
-    import workers
+    from workers.dispatch import after_append
 
     home_dir = root / "home-worker"
     home_dir.mkdir()
@@ -383,8 +383,7 @@ def bench_worker(report: Report, root: Path, rounds: int) -> None:
                 appended = log.append(UserTurn(session="pickup", text=_text(rng, "user")),
                                       stream="pickup")
                 t0 = time.perf_counter()                  # the event is durable from here
-                workers.configure(Home(home_dir))
-                workers.enqueue_catch_up()
+                after_append(Home(home_dir))
                 reached = _wait_position(projections_db, appended.seq, timeout=15.0)
                 if reached is None:
                     misses += 1

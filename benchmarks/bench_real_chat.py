@@ -1,16 +1,21 @@
-"""A chat turn with a real small model: what injected memory costs in latency.
+"""A chat turn with a real small model: what injected memory costs the first reply.
 
-    python benchmarks/bench_real_chat.py [--questions 5] [--ctx 2048]
+    python benchmarks/bench_real_chat.py [--questions 5] [--ctx 2048] [--typing 3]
 
 Starts `diarist serve-model` (Qwen2.5-Coder-0.5B, llama.cpp, installed by scripts/setup.sh)
 on a free port, imports LoCoMo conv-26 (~420 turns) into a scratch home (`sync --no-embed`:
-lexical recall only), then for each of the first N questions of conv-26 runs a fresh
-`ChatSession` through the `openai` backend twice — with memory injected (budget_pct 0.25 of
-the window) and without — and measures: the injection (recall + MemoryInjected), the time to
-the first streamed token, the whole reply (capped at 64 tokens, temperature 0), the prompt
-tokens the server counted and its tok/s. Then the shadow journal's extraction call for each
-exchange. Medians over the questions; the server reads every prompt afresh
-(`cache_prompt` is left on, but each question changes the prompt after the system prompt).
+lexical recall only), then for each of the first N questions of conv-26 runs three fresh
+`ChatSession`s through the `openai` backend, the person taking `--typing` seconds to type the
+question each time:
+- *without memory* (`inject_on_start` and `turn_recall` off);
+- *memory, not warmed*: the start block and the memory note, the backend's `warm` disabled —
+  the server reads the memory only when the question arrives;
+- *memory, warmed* (the default chat): the start block is read by the server while the
+  person types, the note follows the cached prefix.
+It measures the time from the question being sent to the first streamed token, the whole
+reply (capped at 64 tokens, temperature 0), the prompt tokens the server counted and the
+memory injected. Then the shadow journal's extraction call for each warmed exchange.
+Medians over the questions.
 """
 from __future__ import annotations
 
@@ -66,33 +71,43 @@ def start_server(home: Path, port: int, ctx: int) -> tuple[subprocess.Popen, flo
     raise SystemExit("diarist serve-model did not start")
 
 
-def turn(home: Home, url: str, question: str, inject: bool) -> dict:
+MODES = ("without memory", "memory, not warmed", "memory, warmed")
+
+
+def turn(home: Home, url: str, question: str, mode: str, typing: float) -> dict:
     backend = make_backend("openai", base_url=url, max_tokens=64, temperature=0)
-    config = Config(memory=MemoryConfig(inject_on_start=False, tools=False))  # injected below
+    memory = mode != MODES[0]
+    config = Config(memory=MemoryConfig(inject_on_start=memory, turn_recall=memory,
+                                        tools=False))
+    if mode == MODES[1]:
+        setattr(backend, "warm", lambda messages: None)  # noqa: B010 — no read-ahead
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         session = ChatSession(home, log, store, backend, config, tools=False)
         session.start()
+        time.sleep(typing)  # the person types the first message
         t0 = time.perf_counter()
         first: list[float] = []
-        injected_ms = 0.0
-        if inject:
-            session.inject(question)  # what send() does on a session's first message
-            injected_ms = (time.perf_counter() - t0) * 1000
-        reply = session.send(question,
-                             on_token=lambda _p: first or first.append(time.perf_counter()))
+
+        def on_token(_piece: str) -> None:
+            if not first:
+                first.append(time.perf_counter())
+
+        reply = session.send(question, on_token=on_token)
         done = time.perf_counter()
         session.end()
-        return {"inject_ms": injected_ms, "ttft_s": (first[0] if first else done) - t0,
-                "reply_s": done - t0, "prompt_tokens": reply.stats.prompt_tokens or 0,
+        return {"ttft_s": (first[0] if first else done) - t0, "reply_s": done - t0,
+                "prompt_tokens": reply.stats.prompt_tokens or 0,
                 "tps": reply.stats.tokens_per_sec or 0.0, "session": session.id,
-                "turns": session.last_turn, "injected": session.injection.injected_tokens
-                if session.injection else 0, "backend": backend}
+                "turns": session.last_turn, "injected": session.memory_in_prompt(),
+                "backend": backend}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--ctx", type=int, default=2048)
+    parser.add_argument("--typing", type=float, default=3.0,
+                        help="seconds the person takes to type each first message")
     args = parser.parse_args()
     questions = [json.loads(line)["query"] for line in
                  open(LOCOMO / "conv-26.questions.jsonl", encoding="utf-8")][: args.questions]
@@ -107,23 +122,27 @@ def main() -> None:
         try:
             print(f"server up in {load_s:.2f} s (first start joins and hashes the weights); "
                   f"window {args.ctx}, {len(questions)} LoCoMo questions, replies ≤ 64 tokens")
-            rows = {True: [], False: []}
+            rows: dict[str, list[dict]] = {mode: [] for mode in MODES}
             for q in questions:
-                for inject in (True, False):
-                    rows[inject].append(turn(home, url, q, inject))
-            for inject in (True, False):
-                r = rows[inject]
+                for mode in MODES:
+                    rows[mode].append(turn(home, url, q, mode, args.typing))
+            for mode in MODES:
+                r = rows[mode]
                 med = lambda k, r=r: statistics.median(x[k] for x in r)  # noqa: E731
-                print(f"{'with memory   ' if inject else 'without memory'}: injected "
-                      f"{med('injected'):.0f} tokens in {med('inject_ms'):.1f} ms; prompt "
+                print(f"{mode:<19}: memory {med('injected'):.0f} tokens; prompt "
                       f"{med('prompt_tokens'):.0f} tokens; first token {med('ttft_s'):.2f} s; "
                       f"reply {med('reply_s'):.2f} s; {med('tps'):.1f} tok/s (medians)")
+            base = statistics.median(x["ttft_s"] for x in rows[MODES[0]])
+            for mode in MODES[1:]:
+                ratio = statistics.median(x["ttft_s"] for x in rows[mode]) / base
+                print(f"first token, {mode} / without memory: {ratio:.2f}x")
             times = []
             with EventLog(home.events_db) as log, open_store(home, log) as store:
-                for row in rows[True]:
+                for row in rows[MODES[2]]:
                     t0 = time.perf_counter()
-                    shadow_journal(home, log, row["session"], *row["turns"], row["backend"],
-                                   store=store)
+                    user_id, assistant_id = row["turns"]
+                    shadow_journal(home, log, row["session"], user_id, assistant_id,
+                                   row["backend"], store=store)
                     times.append(time.perf_counter() - t0)
             print(f"shadow journal extraction: median {statistics.median(times):.2f} s, "
                   f"max {max(times):.2f} s")

@@ -8,10 +8,12 @@ import click
 
 from .chat import chat
 from .context import home_option
+from .eval_command import eval_cmd
 from .event_commands import events, export, import_
 from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
+from .night_commands import consolidate, dream, maintain, mine
 from .projection_commands import replay, status, sync
 from .worker_command import worker
 
@@ -29,7 +31,8 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
-                journal, memory, chat, serve_model):
+                journal, memory, chat, serve_model, mine, dream, consolidate, maintain,
+                eval_cmd):
     cli.add_command(command)
 
 

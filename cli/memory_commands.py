@@ -108,7 +108,7 @@ def journal(date: str) -> None:
 
 @click.group()
 def memory() -> None:
-    """Typed memories: list, show, forget, flag, status."""
+    """Typed memories: list, show, forget, flag, status, history."""
 
 
 @memory.command("list")
@@ -191,3 +191,26 @@ def memory_status() -> None:
         click.echo(f"MEMORY.md: {report.long_term_chars} characters")
         click.echo(f"{report.budget}\ntop_k {report.top_k}")
         _warn_if_behind(store)
+
+
+@memory.command("history")
+@click.argument("version", required=False)
+@home_option
+@friendly_errors
+def memory_history(version: str | None) -> None:
+    """Every MEMORY.md there ever was, newest first; with VERSION (a number from the list,
+    or an event id) print that one as it was (secrets masked, forgotten lines dropped)."""
+    from workers.consolidation.history import version as one_version
+    from workers.consolidation.history import versions
+
+    home = current_home()
+    if version is not None:
+        click.echo(one_version(home, version).content, nl=False)
+        return
+    found = versions(home)
+    if not found:
+        click.echo("No MEMORY.md yet (`diarist consolidate` writes one).")
+    for v in found:
+        days = f", journals {v.journals[0]} … {v.journals[-1]}" if v.journals else ""
+        click.echo(f"{v.number:>4}  {v.at[:19]}  {v.chars:>6} chars  {v.model or '-'}  "
+                   f"{v.id}{days}")

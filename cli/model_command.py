@@ -7,6 +7,11 @@ from .context import current_home, friendly_errors, home_option
 
 
 @click.command("serve-model")
+@click.option("--model", "model_name", type=click.Choice(["0.5b", "1.5b"]), default="0.5b",
+              show_default=True,
+              help="Qwen2.5-Coder-0.5B (the chat's, installed by scripts/setup.sh) or -1.5B "
+                   "(a better extractor for the night's mining: "
+                   "`bash scripts/setup.sh --mining-model` installs it).")
 @click.option("--port", default=8080, show_default=True, help="Port on 127.0.0.1.")
 @click.option("--ctx-size", "n_ctx", default=2048, show_default=True,
               type=click.IntRange(256, 32768),
@@ -15,20 +20,22 @@ from .context import current_home, friendly_errors, home_option
               help="CPU threads (0: all cores).")
 @home_option
 @friendly_errors
-def serve_model(port: int, n_ctx: int, threads: int) -> None:
-    """Serve Qwen2.5-Coder-0.5B-Instruct on 127.0.0.1 until Ctrl-C, for `diarist chat
-    --backend openai`. The weights come from pip packages (scripts/setup.sh installs them);
-    the first start joins and checks them (sha256) into the home's models/ directory."""
-    from workers.models.llama_server import MODEL_ALIAS, ServerSpec, assemble, serve
+def serve_model(model_name: str, port: int, n_ctx: int, threads: int) -> None:
+    """Serve Qwen2.5-Coder-0.5B-Instruct (or, with --model 1.5b, -1.5B-Instruct) on 127.0.0.1
+    until Ctrl-C, for `diarist chat --backend openai` or the night's mining. The weights
+    come from pip packages; the first start joins and checks them (sha256) into the home's
+    models/ directory."""
+    from workers.models.llama_server import ServerSpec, assemble, local_model, serve
 
     home = current_home()
+    model = local_model(model_name)
     click.echo("checking the model file ...", err=True)
-    path = assemble(home.models_dir)
-    spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads)
-    click.echo(f"loading {MODEL_ALIAS} (context {n_ctx}) ...", err=True)
+    path = assemble(home.models_dir, model)
+    spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads, alias=model.alias)
+    click.echo(f"loading {model.alias} (context {n_ctx}) ...", err=True)
 
     def ready() -> None:
-        click.echo(f"serving {MODEL_ALIAS} at {spec.base_url} — in another terminal: "
+        click.echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
                    f"diarist chat --backend openai --base-url {spec.base_url}", err=True)
 
     serve(spec, on_ready=ready)

@@ -27,10 +27,28 @@ llm:
   max_reply_tokens: null    # cap on each chat reply (null: the server's default); a cap
                             # bounds a reply's latency on a slow CPU
   temperature: null         # sampling temperature for chat replies (null: the server's)
+  mining_model: null        # the model for mining and consolidation (null: llm.model), e.g.
+                            # qwen2.5-coder-1.5b, so the chat can stay on a faster one
+  mining_base_url: null     # its server (null: the chat's); $DIARIST_MINING_BASE_URL wins
+mining:
+  nightly: true             # mine, dream and consolidate every night in `diarist worker`
+  at: "02:00"               # local time the night's run may start (HH:MM, 24 h)
+  on_session_end: true      # mine a session when it ends ...
+  min_turns: 10             # ... if it had at least this many turns
+  chunk_tokens: null        # turns per model call, in estimated tokens (null: from its window)
+  idle_hours: 6             # a session that never ended counts as ended after this long
+dreaming:
+  half_life_days: 90        # relevancy of a mined memory halves when unsaid this long
+  floor: 0.1                # below this relevancy a mined memory is archived
+maintenance:
+  enabled: true             # archive old journals and prune the queue in `diarist worker`
+  every_hours: 6
+  archive_after_days: 90    # journals older than this move to memory/archive/
 ```
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, cast
@@ -81,6 +99,31 @@ class LLMConfig:
     api_key: str | None = field(default=None, repr=False)  # never in a repr, a log or an event
     max_reply_tokens: int | None = None
     temperature: float | None = None
+    mining_model: str | None = None
+    mining_base_url: str | None = None
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    nightly: bool = True
+    at: str = "02:00"
+    on_session_end: bool = True
+    min_turns: int = 10
+    chunk_tokens: int | None = None
+    idle_hours: float = 6
+
+
+@dataclass(frozen=True)
+class DreamingConfig:
+    half_life_days: float = 90
+    floor: float = 0.1
+
+
+@dataclass(frozen=True)
+class MaintenanceConfig:
+    enabled: bool = True
+    every_hours: float = 6
+    archive_after_days: int = 90
 
 
 @dataclass(frozen=True)
@@ -88,6 +131,9 @@ class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    mining: MiningConfig = field(default_factory=MiningConfig)
+    dreaming: DreamingConfig = field(default_factory=DreamingConfig)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
 
     @property
     def redis_url(self) -> str | None:
@@ -153,6 +199,12 @@ def _secret(value: Any) -> str | None:
     return None if isinstance(value, str) and value.strip() else "a non-empty string"
 
 
+def _clock_time(value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", value):
+        return None
+    return 'a time of day "HH:MM" (24 h, quoted)'
+
+
 def _url_or_null(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.startswith(("redis://", "rediss://", "unix://"))):
         return None
@@ -176,6 +228,19 @@ _CHECKS: dict[str, Any] = {
     "llm.api_key": _or_null(_secret),
     "llm.max_reply_tokens": _or_null(_int_range(1, 32768)),
     "llm.temperature": _or_null(_number_range(0.0, 2.0)),
+    "llm.mining_model": _or_null(_text),
+    "llm.mining_base_url": _or_null(_http_url),
+    "mining.nightly": _boolean,
+    "mining.at": _clock_time,
+    "mining.on_session_end": _boolean,
+    "mining.min_turns": _int_range(1, 100_000),
+    "mining.chunk_tokens": _or_null(_int_range(128, 100_000)),
+    "mining.idle_hours": _number_range(0.0, 10_000.0),
+    "dreaming.half_life_days": _number_range(1.0, 100_000.0),
+    "dreaming.floor": _number_range(0.0, 1.0),
+    "maintenance.enabled": _boolean,
+    "maintenance.every_hours": _number_range(0.1, 10_000.0),
+    "maintenance.archive_after_days": _int_range(1, 100_000),
 }
 
 

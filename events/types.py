@@ -180,9 +180,39 @@ class FactsExtracted(Event):
 @event
 @dataclass(frozen=True)
 class MemoriesMined(Event):
+    """Typed memories mined from one chunk of a session's turns (``first_seq`` …
+    ``last_seq``: the log positions of its first and last turn). Each memory: ``id``,
+    ``type``, ``content``, ``kind``, ``action``, ``confidence``, ``tags``, ``subject``,
+    ``refs`` (the turns' refs) and ``events`` (their event ids). ``reinforced``: active
+    memories the chunk said again (``{"id", "refs"}``), kept instead of duplicated.
+    ``fallback``: why the heuristic extractor stood in for the model (empty otherwise)."""
+
     session: str
     memories: list[dict[str, Any]]
     model: str = ""
+    first_seq: int = 0
+    last_seq: int = 0
+    turns: int = 0
+    calls: int = 0
+    reinforced: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+    fallback: str = ""
+    extracted_by: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class MiningFailed(Event):
+    """The model's answer for a chunk could not be used, even after one retry with the
+    error shown to it. ``reply``: the start of its last answer (secrets scrubbed)."""
+
+    session: str
+    first_seq: int
+    last_seq: int
+    model: str
+    error: str
+    reply: str = ""
+    attempts: int = 2
 
 
 @event
@@ -223,9 +253,39 @@ class MemoryForgotten(Event):
 @event
 @dataclass(frozen=True)
 class LongTermRewritten(Event):
+    """A new MEMORY.md. ``journals``: the days reviewed; ``reviewed_upto``: the log position
+    of the last journal entry reviewed (the consolidation watermark)."""
+
     content: str
     journals: list[str] = field(default_factory=list)
     model: str = ""
+    reviewed_upto: int = 0
+
+
+@event
+@dataclass(frozen=True)
+class ConsolidationFailed(Event):
+    """The model's rewrite of a MEMORY.md section was unusable; the deterministic merge
+    was used for it instead."""
+
+    section: str
+    model: str
+    error: str
+    reply: str = ""
+
+
+@event
+@dataclass(frozen=True)
+class RelevancyDecayed(Event):
+    """Dreaming let relevancy fade as of ``at`` (the time it used): each active memory's
+    relevancy becomes ``0.5 ** (days since last said / half-life of its type)``; a type
+    without a half-life does not fade. ``archived``: the memories that fell below
+    ``floor`` and are archived."""
+
+    at: str
+    half_lives: dict[str, float]
+    floor: float
+    archived: list[str] = field(default_factory=list)
 
 
 @event
@@ -252,7 +312,12 @@ class ProjectFactsDetected(Event):
 @event
 @dataclass(frozen=True)
 class JournalArchived(Event):
+    """The journal of ``date`` moves to ``memory/archive/``: decided at ``at``, when it
+    was older than ``older_than_days``."""
+
     date: str
+    at: str = ""
+    older_than_days: int = 90
 
 
 @event

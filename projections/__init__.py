@@ -13,11 +13,12 @@ from .turns import TurnsProjector
 
 def all_projectors() -> list[Projector]:
     """Every projector, in catch-up order."""
+    from .mining import MiningProjector
     from .stats import StatsProjector
     from .vectors import VectorsProjector
 
     return [TurnsProjector(), JournalProjector(), LongTermProjector(), MemoriesProjector(),
-            SearchProjector(), VectorsProjector(), StatsProjector()]
+            SearchProjector(), VectorsProjector(), StatsProjector(), MiningProjector()]
 
 
 def open_store(home: Home, log: EventLog | None = None) -> ProjectionStore:

@@ -239,6 +239,12 @@ def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *
     return embedder
 
 
+def release_embedders() -> None:
+    """Drop the sessions :func:`load_embedder` keeps (one per model file): a process that
+    walks through many homes (``diarist eval``) would otherwise keep one loaded per home."""
+    _EMBEDDERS.clear()
+
+
 def active_embedder(home: Home, store_or_db: ProjectionStore | sqlite3.Connection,
                     threads: int | None = None) -> OnnxEmbedder | None:
     """The embedder of the model the vectors projection has active, or None when no model has

@@ -62,7 +62,8 @@ class Projector(ABC):
     # rewritten on the next catch-up if the process died in between.
 
     def owns_file(self, name: str) -> bool:
-        """Whether a file name in the memory folder is this projector's output."""
+        """Whether a file in the memory folder (its path relative to the folder, with ``/``)
+        is this projector's output."""
         return False
 
     def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
@@ -190,8 +191,9 @@ class ProjectionStore:
     def _owned_files(self, projector: Projector) -> list[str]:
         if not self.files_dir.is_dir():
             return []
-        return sorted(p.name for p in self.files_dir.iterdir()
-                      if p.is_file() and projector.owns_file(p.name))
+        names = (p.relative_to(self.files_dir).as_posix() for p in self.files_dir.rglob("*")
+                 if p.is_file())
+        return sorted(name for name in names if projector.owns_file(name))
 
     def materialize(self, projector: Projector) -> int:
         """Write every dirty file of ``projector`` from its rows; returns how many."""

@@ -1,10 +1,13 @@
 """The journal projection: ``var/memory/YYYY-MM-DD.md``, one file per UTC day of
-``occurred_at``, from ``Remembered`` notes and ``FactsExtracted`` facts.
+``occurred_at``, from ``Remembered`` notes, ``FactsExtracted`` facts and the memories of
+``MemoriesMined`` (dated by the turns they were mined from, so an imported history gets
+the journals of its own days).
 
 A day's file lists its entries in log order, one a line: time, source, content. Only names
-of the form ``YYYY-MM-DD.md`` are this projection's; anything else in the folder is never
-touched. Forgetting removes the entry (and entries derived from a forgotten turn) and
-rewrites that day's file.
+of the form ``YYYY-MM-DD.md`` (and ``archive/YYYY-MM-DD.md``) are this projection's;
+anything else in the folder is never touched. Forgetting removes the entry (and entries
+derived from a forgotten turn) and rewrites that day's file. ``JournalArchived`` moves a
+day's file to ``archive/``; entries that arrive for an archived day go there too.
 """
 from __future__ import annotations
 
@@ -18,14 +21,18 @@ from events import RecordedEvent
 
 from .engine import Projector, mark_dirty
 from .items import forget_keys, journal_items
+from .secrets import scrub
 
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+ARCHIVE = "archive"
+ARCHIVED_NAME = re.compile(r"^archive/\d{4}-\d{2}-\d{2}\.md$")
 
 
 class JournalProjector(Projector):
     name = "journal"
-    handles = frozenset({"Remembered", "FactsExtracted", "MemoryForgotten"})
-    version = 1
+    handles = frozenset({"Remembered", "FactsExtracted", "MemoryForgotten", "MemoriesMined",
+                         "JournalArchived"})
+    version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
         db.execute(
@@ -35,24 +42,33 @@ class JournalProjector(Projector):
             " seq INTEGER NOT NULL, n INTEGER NOT NULL)")
         db.execute("CREATE INDEX IF NOT EXISTS journal_entries_date"
                    " ON journal_entries (date, seq, n)")
+        db.execute("CREATE TABLE IF NOT EXISTS journal_archived (date TEXT PRIMARY KEY,"
+                   " at TEXT NOT NULL)")
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS journal_entries")
+        db.execute("DROP TABLE IF EXISTS journal_archived")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
         if event.type == "MemoryForgotten":
             self._forget(db, forget_keys(event))
             return
-        derived = list(event.payload.get("from_events", []))
-        for n, item in enumerate(journal_items(event)):
-            date = item.at[:10]
+        if event.type == "JournalArchived":
+            date = str(event.payload["date"])
+            db.execute("INSERT OR IGNORE INTO journal_archived (date, at) VALUES (?, ?)",
+                       (date, str(event.payload.get("at") or event.occurred_at)))
+            mark_dirty(db, self, f"{date}.md")
+            mark_dirty(db, self, f"{ARCHIVE}/{date}.md")
+            return
+        for n, (entry_id, at, source, content, refs, derived) in enumerate(_entries(event)):
+            date = at[:10]
             db.execute(
                 "INSERT OR IGNORE INTO journal_entries"
                 " (id, date, at, source, content, refs, derived_from, seq, n)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (item.id, date, item.at, item.extra.get("source", ""), item.content,
-                 json.dumps(list(item.refs)), json.dumps(derived), event.seq, n))
-            mark_dirty(db, self, f"{date}.md")
+                (entry_id, date, at, source, content, json.dumps(refs), json.dumps(derived),
+                 event.seq, n))
+            mark_dirty(db, self, file_name(db, date))
 
     def _forget(self, db: sqlite3.Connection, ids: list[str]) -> None:
         if not ids:
@@ -65,17 +81,62 @@ class JournalProjector(Projector):
             ids * 3).fetchall()
         for entry_id, date in rows:
             db.execute("DELETE FROM journal_entries WHERE id = ?", (entry_id,))
-            mark_dirty(db, self, f"{date}.md")
+            mark_dirty(db, self, file_name(db, date))
 
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
-        return db.execute("SELECT id, date, at, source, content, refs, derived_from, seq, n"
-                          " FROM journal_entries ORDER BY seq, n")
+        yield from db.execute("SELECT id, date, at, source, content, refs, derived_from, seq, n"
+                              " FROM journal_entries ORDER BY seq, n")
+        yield from db.execute("SELECT date, at FROM journal_archived ORDER BY date")
 
     def owns_file(self, name: str) -> bool:
-        return bool(FILE_NAME.match(name))
+        return bool(FILE_NAME.match(name) or ARCHIVED_NAME.match(name))
 
     def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
-        return render_day(db, name[:-3])
+        date = name[-13:-3]
+        if file_name(db, date) != name:
+            return None  # the day lives in the other folder
+        return render_day(db, date)
+
+
+_Entry = tuple[str, str, str, str, list[str], list[str]]  # id, at, source, content, refs, from
+
+
+def _entries(event: RecordedEvent) -> list[_Entry]:
+    """The journal lines an event adds: notes and extracted facts (the search index's journal
+    items), and each mined memory, at the time of the turns it was mined from."""
+    if event.type == "MemoriesMined":
+        p = event.payload
+        return [(str(m["id"]), str(m.get("at") or event.occurred_at),
+                 str(p.get("model") or "model"), scrub(str(m["content"])),
+                 [str(r) for r in m.get("refs") or ()],
+                 [str(e) for e in m.get("events") or ()])
+                for m in p["memories"] if str(m.get("content", "")).strip()]
+    derived = [str(e) for e in event.payload.get("from_events", [])]
+    return [(item.id, item.at, str(item.extra.get("source", "")), item.content, list(item.refs),
+             derived) for item in journal_items(event)]
+
+
+def is_archived(db: sqlite3.Connection, date: str) -> bool:
+    try:
+        return db.execute("SELECT 1 FROM journal_archived WHERE date = ?",
+                          (date,)).fetchone() is not None
+    except sqlite3.OperationalError:  # not projected yet
+        return False
+
+
+def file_name(db: sqlite3.Connection, date: str) -> str:
+    """Where the journal of ``date`` lives, relative to the memory folder."""
+    return f"{ARCHIVE}/{date}.md" if is_archived(db, date) else f"{date}.md"
+
+
+def journal_days(db: sqlite3.Connection) -> list[tuple[str, int, bool]]:
+    """(date, entries, archived) of every day with entries, oldest first."""
+    try:
+        return [(r[0], r[1], bool(r[2])) for r in db.execute(
+            "SELECT e.date, COUNT(*), a.date IS NOT NULL FROM journal_entries e"
+            " LEFT JOIN journal_archived a ON a.date = e.date GROUP BY e.date ORDER BY e.date")]
+    except sqlite3.OperationalError:
+        return []
 
 
 def entries_for(db: sqlite3.Connection, date: str) -> list[tuple[str, str, str, str]]:

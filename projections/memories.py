@@ -7,9 +7,18 @@ created_at, session and refs (the transcript refs it derives from).
 
 - ``MemorySuperseded`` / ``MemoriesMerged``: the named records become ``superseded``; the new
   record lists them in ``supersedes``.
+- ``MemoriesMerged`` also gives the kept record the refs of every merged one (their
+  provenance), the highest confidence and the latest ``last_seen``.
 - ``MemoryFlagged``: confidence −0.1; at 0.2 or below the record is ``archived``.
 - ``MemoryForgotten``: the record becomes ``forgotten`` and its content is erased (the row
   stays, so the id can still be explained: forgotten, when, why).
+- ``MemoriesMined``: new records (``source`` = the model, or ``heuristic``), and the
+  ``reinforced`` ones said again: their ``last_seen`` moves to the chunk's time, their
+  relevancy back to 1 and their refs gain the new turns.
+- ``RelevancyDecayed``: relevancy = 0.5 ** (days from ``last_seen`` to the event's ``at`` /
+  the type's half-life), rounded to 6 places, for memories a model or an agent wrote (the
+  user's own notes and detected profile/project facts keep theirs); the ``archived`` ids
+  become ``archived``. The time comes from the event, never from the clock.
 """
 from __future__ import annotations
 
@@ -20,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import RecordedEvent
+from events.clock import from_iso
 
 from .engine import Projector
 from .items import Item, forget_keys, memory_items
@@ -33,8 +43,8 @@ class MemoriesProjector(Projector):
     name = "memories"
     handles = frozenset({"Remembered", "MemoriesMined", "ProfileSet", "ProjectFactsDetected",
                          "MemorySuperseded", "MemoriesMerged", "MemoryFlagged",
-                         "MemoryForgotten", "UserTurn", "AssistantTurn"})
-    version = 1
+                         "MemoryForgotten", "UserTurn", "AssistantTurn", "RelevancyDecayed"})
+    version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
         db.execute(
@@ -46,7 +56,8 @@ class MemoriesProjector(Projector):
             " supersedes TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL,"
             " updated_at TEXT NOT NULL, session TEXT NOT NULL DEFAULT '',"
             " refs TEXT NOT NULL DEFAULT '[]', source TEXT NOT NULL DEFAULT '',"
-            " reason TEXT NOT NULL DEFAULT '', seq INTEGER NOT NULL)")
+            " reason TEXT NOT NULL DEFAULT '', seq INTEGER NOT NULL,"
+            " subject TEXT NOT NULL DEFAULT '', last_seen TEXT NOT NULL DEFAULT '')")
         db.execute("CREATE INDEX IF NOT EXISTS memories_type ON memories (type, status)")
         # turn event id → ref, so that forgetting a turn by its id also finds what cites its ref
         db.execute("CREATE TABLE IF NOT EXISTS memory_turn_refs (event_id TEXT PRIMARY KEY,"
@@ -70,11 +81,20 @@ class MemoriesProjector(Projector):
                 self._flag(db, event, str(memory_id), p.get("reason", ""))
         elif event.type == "MemoryForgotten":
             self._forget(db, event, forget_keys(event), p.get("reason", ""))
+        elif event.type == "RelevancyDecayed":
+            self._decay(db, p)
         else:
+            raw = ({str(m["id"]): m for m in p["memories"]} if event.type == "MemoriesMined"
+                   else {})
             for item in memory_items(event):
-                self._upsert(db, event, item)
+                mined = raw.get(item.id, {})
+                source = (p.get("model") or "model") if mined else None
+                self._upsert(db, event, item, str(mined.get("subject", "")), source)
+            for again in p.get("reinforced", []) if event.type == "MemoriesMined" else []:
+                self._reinforce(db, event, str(again["id"]), list(again.get("refs", [])))
 
-    def _upsert(self, db: sqlite3.Connection, event: RecordedEvent, item: Item) -> None:
+    def _upsert(self, db: sqlite3.Connection, event: RecordedEvent, item: Item,
+                subject: str = "", source: str | None = None) -> None:
         x = item.extra
         existing = db.execute("SELECT created_at, status FROM memories WHERE id = ?",
                               (item.id,)).fetchone()
@@ -83,27 +103,67 @@ class MemoriesProjector(Projector):
         db.execute(
             "INSERT OR REPLACE INTO memories (id, type, content, kind, action, confidence,"
             " relevancy, tags, status, supersedes, created_at, updated_at, session, refs, source,"
-            " reason, seq) VALUES (?, ?, ?, ?, ?, ?, 1.0, ?, 'active',"
+            " reason, seq, subject, last_seen) VALUES (?, ?, ?, ?, ?, ?, 1.0, ?, 'active',"
             " COALESCE((SELECT supersedes FROM memories WHERE id = ?), '[]'),"
-            " ?, ?, ?, ?, ?, '', ?)",
+            " ?, ?, ?, ?, ?, '', ?, ?, ?)",
             (item.id, item.type, item.content, str(x.get("kind", "")), str(x.get("action", "")),
              _clamp(float(x.get("confidence", 1.0))), json.dumps(list(x.get("tags", []))),
              item.id, existing[0] if existing else item.at, item.at, item.session,
-             json.dumps(list(item.refs)), str(x.get("source", "")), event.seq))
+             json.dumps(list(item.refs)),
+             source if source is not None else str(x.get("source", "")), event.seq,
+             subject, item.at))
+
+    def _reinforce(self, db: sqlite3.Connection, event: RecordedEvent, memory_id: str,
+                   refs: list[str]) -> None:
+        row = db.execute("SELECT refs, last_seen FROM memories WHERE id = ? AND status = 'active'",
+                         (memory_id,)).fetchone()
+        if row is None:
+            return
+        merged = _union(json.loads(row[0]), refs)
+        db.execute("UPDATE memories SET refs = ?, last_seen = ?, relevancy = 1.0 WHERE id = ?",
+                   (json.dumps(merged), max(row[1], event.occurred_at), memory_id))
+
+    def _decay(self, db: sqlite3.Connection, p: dict[str, Any]) -> None:
+        at = from_iso(str(p["at"]))
+        for type_, half_life in sorted(p.get("half_lives", {}).items()):
+            rows = db.execute("SELECT id, last_seen FROM memories WHERE status = 'active'"
+                              " AND type = ? AND source NOT IN ('', 'user')",
+                              (type_,)).fetchall()
+            db.executemany("UPDATE memories SET relevancy = ? WHERE id = ?",
+                           [(faded(last_seen, at, float(half_life)), memory_id)
+                            for memory_id, last_seen in rows])
+        archived = [str(i) for i in p.get("archived", [])]
+        for start in range(0, len(archived), 500):
+            part = archived[start:start + 500]
+            db.execute("UPDATE memories SET status = 'archived', reason = ?, updated_at = ?"
+                       f" WHERE status = 'active' AND id IN ({','.join('?' * len(part))})",
+                       [f"relevancy below {p['floor']} on {str(p['at'])[:10]}", str(p["at"]),
+                        *part])
 
     def _supersede(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str],
                    into: str, reason: str) -> None:
+        merging = event.type == "MemoriesMerged"
+        kept = db.execute("SELECT supersedes, refs, confidence, last_seen FROM memories"
+                          " WHERE id = ?", (into,)).fetchone()
+        refs = json.loads(kept[1]) if kept else []
+        confidence, last_seen = (kept[2], kept[3]) if kept else (0.0, "")
         for memory_id in ids:
             if memory_id == into:
                 continue
+            row = db.execute("SELECT refs, confidence, last_seen FROM memories"
+                             " WHERE id = ? AND status = 'active'", (memory_id,)).fetchone()
+            if row is None:
+                continue
             db.execute("UPDATE memories SET status = 'superseded', reason = ?, updated_at = ?"
-                       " WHERE id = ? AND status = 'active'",
-                       (reason, event.occurred_at, memory_id))
-        row = db.execute("SELECT supersedes FROM memories WHERE id = ?", (into,)).fetchone()
-        if row:
-            merged = sorted(set(json.loads(row[0])) | (set(ids) - {into}))
-            db.execute("UPDATE memories SET supersedes = ? WHERE id = ?",
-                       (json.dumps(merged), into))
+                       " WHERE id = ?", (reason, event.occurred_at, memory_id))
+            if merging:
+                refs = _union(refs, json.loads(row[0]))
+                confidence, last_seen = max(confidence, row[1]), max(last_seen, row[2])
+        if kept:
+            supersedes = sorted(set(json.loads(kept[0])) | (set(ids) - {into}))
+            db.execute("UPDATE memories SET supersedes = ?, refs = ?, confidence = ?,"
+                       " last_seen = ? WHERE id = ?",
+                       (json.dumps(supersedes), json.dumps(refs), confidence, last_seen, into))
 
     def _flag(self, db: sqlite3.Connection, event: RecordedEvent, memory_id: str,
               reason: str) -> None:
@@ -139,6 +199,25 @@ def _clamp(value: float) -> float:
     return max(0.0, min(1.0, value))
 
 
+def _union(first: list[str], more: list[str]) -> list[str]:
+    """``first`` then the items of ``more`` it lacks, in order."""
+    out, seen = list(first), set(first)
+    for ref in more:
+        if ref not in seen:
+            seen.add(ref)
+            out.append(ref)
+    return out
+
+
+def faded(last_seen: str, at: Any, half_life_days: float) -> float:
+    """Relevancy at ``at`` (a datetime) of a memory last said at ``last_seen``: halves every
+    ``half_life_days``; 1.0 when it was said at or after ``at``."""
+    if not last_seen or half_life_days <= 0:
+        return 1.0
+    days = (at - from_iso(last_seen)).total_seconds() / 86400
+    return round(0.5 ** (max(days, 0.0) / half_life_days), 6)
+
+
 @dataclass(frozen=True)
 class Memory:
     id: str
@@ -157,10 +236,12 @@ class Memory:
     refs: list[str]
     source: str
     reason: str
+    subject: str = ""
+    last_seen: str = ""
 
 
 _COLUMNS = ("id, type, content, kind, action, confidence, relevancy, tags, status, supersedes,"
-            " created_at, updated_at, session, refs, source, reason")
+            " created_at, updated_at, session, refs, source, reason, subject, last_seen")
 
 
 def _memory(row: Sequence[Any]) -> Memory:
@@ -192,13 +273,14 @@ def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:
     return _memory(row) if row else None
 
 
-def memory_states(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, float]]:
-    """id → (status, confidence), for recall's filtering and weighting."""
+def memory_states(db: sqlite3.Connection,
+                  ids: Sequence[str]) -> dict[str, tuple[str, float, float]]:
+    """id → (status, confidence, relevancy), for recall's filtering and weighting."""
     if not ids:
         return {}
-    rows = db.execute(f"SELECT id, status, confidence FROM memories WHERE id IN"
+    rows = db.execute(f"SELECT id, status, confidence, relevancy FROM memories WHERE id IN"
                       f" ({','.join('?' * len(ids))})", list(ids)).fetchall()
-    return {r[0]: (r[1], r[2]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
 def memory_counts(db: sqlite3.Connection) -> list[tuple[str, str, int]]:

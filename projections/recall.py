@@ -229,10 +229,10 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
         if hit.id in essays:
             weight *= ESSAY_WEIGHT
         if hit.source == MEMORY:
-            status, confidence = states.get(hit.id, ("active", 1.0))
+            status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
             if status != "active":
                 continue
-            weight *= confidence
+            weight *= confidence * relevancy
         ranked.append((score * weight, hit))
     intent = temporal_intent(query)
     factors = recency_factors([hit.at for _, hit in ranked], intent)

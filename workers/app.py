@@ -9,6 +9,11 @@ files anywhere.
 - ``RedisHuey`` storage (``RedisExpireStorage``: lock TTLs on any Redis) when
   ``DIARIST_REDIS_URL`` or ``queue.redis_url`` in the config names a Redis server, so many
   workers on many machines can share the work.
+
+A second queue, :data:`mining_queue` (``diarist.mining``, same storage), carries only the
+stateless ``mine.extract`` tasks: ``diarist worker --mining`` consumes it alone, so a worker
+on another machine (with its own model server and no access to the home's files) takes
+mining chunks and never a projection catch-up, which must run where the log is.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from events.config import load_config
 QUEUE_NAME = "diarist"
 
 huey = Huey(QUEUE_NAME, storage_class=MemoryStorage, results=False, utc=True)
+mining_queue = Huey(f"{QUEUE_NAME}.mining", storage_class=MemoryStorage, results=False, utc=True)
 _bound: dict[str, object] = {}
 
 
@@ -28,16 +34,17 @@ def configure(home: Home, *, immediate: bool = False) -> Huey:
     """Bind the queue to ``home`` (SQLite file or Redis); ``immediate`` runs tasks inline
     (tests, and commands that must not depend on a consumer)."""
     config = load_config(home)
-    if config.redis_url:
-        huey.storage_class = RedisExpireStorage  # expiring keys on any Redis version
-        huey.storage_kwargs = {"url": config.redis_url}
-    else:
-        home.ensure()
-        huey.storage_class = SqliteStorage
-        huey.storage_kwargs = {"filename": str(home.queue_db), "timeout": 30}
-    huey._immediate = immediate
-    huey.immediate_use_memory = False  # immediate mode still needs the lock storage
-    huey.storage = huey.create_storage()
+    for queue in (huey, mining_queue):
+        if config.redis_url:
+            queue.storage_class = RedisExpireStorage  # expiring keys on any Redis version
+            queue.storage_kwargs = {"url": config.redis_url}
+        else:
+            home.ensure()
+            queue.storage_class = SqliteStorage
+            queue.storage_kwargs = {"filename": str(home.queue_db), "timeout": 30}
+        queue._immediate = immediate
+        queue.immediate_use_memory = False  # immediate mode still needs the lock storage
+        queue.storage = queue.create_storage()
     _bound["home"] = home
     return huey
 

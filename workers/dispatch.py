@@ -1,4 +1,5 @@
-"""Handing work to the queue: projection catch-ups after an append, the chat's shadow journal.
+"""Handing work to the queue: projection catch-ups after an append, the chat's shadow journal,
+a mining pass's chunks and a session to mine when it ends.
 
 The events are already safe in the log when these run, so a queue that cannot be reached is
 a warning, not an error: ``diarist sync`` (or the next worker) catches up from the log itself.
@@ -7,6 +8,9 @@ from __future__ import annotations
 
 from events import Home
 from events.logger import get_logger
+
+from .mining.distribute import Extractor
+from .mining.extract import MinerSpec
 
 logger = get_logger("diarist.queue")
 
@@ -45,4 +49,26 @@ def enqueue_shadow_journal(home: Home, session_id: str, user_event_id: str,
         logger.info("queue.unavailable", task="memory.shadow_journal", error=str(exc))
         return False
     logger.info("queue.enqueued", task="memory.shadow_journal", turn=assistant_event_id)
+    return True
+
+
+def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
+    """Where a mining pass started here extracts its chunks: in this process, or shared
+    with the workers of a Redis queue (:func:`workers.tasks.mining_extractor`)."""
+    from .tasks import mining_extractor as for_queue
+
+    return for_queue(home, spec)
+
+
+def enqueue_mine_session(home: Home, session: str) -> bool:
+    """Queue ``mine.session`` for a running worker; False when the queue is unreachable."""
+    from .app import configure
+    from .tasks import mine_session_task
+
+    try:
+        configure(home)
+        mine_session_task(session)
+    except Exception as exc:  # the night's run mines it anyway
+        logger.info("queue.unavailable", task="mine.session", error=str(exc))
+        return False
     return True

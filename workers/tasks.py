@@ -7,19 +7,32 @@ items the vectors projection has no vector for yet, with the model the log chose
 exports one: that needs torch and is ``diarist sync``'s job), and brings the vector matrix
 file up to date. :func:`enqueue_catch_up` is called after every append; it queues the
 projection tasks, then ``embed.pending``, skipping any task already waiting in the queue.
+
+The night's work (``night.run``: mine, dream, consolidate), ``maintain.run`` and
+``mine.session`` are queued by ``schedule.tick`` (every minute) when
+:mod:`workers.schedule` says they are due; ``mine.extract`` is one chunk of a mining pass
+shared over a Redis queue (:mod:`workers.mining.distribute`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import structlog
 from huey import crontab
 from huey.exceptions import TaskLockedException
 from huey.storage import RedisStorage
 
+from events import Home
+from events.config import load_config
 from projections import all_projectors
 
-from .app import bound_home, huey
+from .app import bound_home, configure, huey, mining_queue
 from .chat.shadow_journal import journal_exchange
+from .mining.distribute import Extractor, LocalExtractor, QueueExtractor, extract_queued
+from .mining.extract import MinerSpec, miner_spec
+from .mining.mine import mine
+from .pass_lock import PassRunning
+from .schedule import maintain_now, run_night, tick
 from .sync.catch_up import catch_up_one, embed_available
 
 # A killed worker leaves its lock behind. With Redis the lock expires after LOCK_TTL_S;
@@ -94,3 +107,68 @@ def shadow_journal_task(session_id: str, user_event_id: str, assistant_event_id:
 def catch_up_all_periodically() -> None:
     """Safety net: once a minute, queue a catch-up for anything an enqueue missed."""
     enqueue_catch_up()
+
+
+# --- mining, dreaming, consolidation, maintenance (workers/schedule.py) --------------------
+
+MINE_EXTRACT_TASK = "mine.extract"
+
+
+@mining_queue.task(name=MINE_EXTRACT_TASK)
+def mine_extract_task(pass_id: str, chunk: dict, spec: dict) -> bool:
+    """One chunk of a mining pass, for any worker of a shared queue (``diarist worker
+    --mining``): stateless — the chunk and the model settings come with the task, an API
+    key from this worker's own config."""
+    return extract_queued(mining_queue, pass_id, chunk, spec, load_config(bound_home()).llm)
+
+
+def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
+    """Chunks extracted here (SQLite queue), or shared with the workers of a Redis queue."""
+    config = load_config(home)
+    if not config.redis_url:
+        return LocalExtractor(spec, config.llm)
+    configure(home)
+    return QueueExtractor(mining_queue, spec, mine_extract_task, config.llm)
+
+
+@huey.task(name="night.run")
+def night_task() -> None:
+    """Mine, dream, consolidate (workers/schedule.py), then project what they appended."""
+    report = run_night(bound_home(), mining_extractor)
+    structlog.get_logger("diarist.worker").info(
+        "night.done", skipped=report.skipped,
+        mined=report.mined.new if report.mined else None,
+        merged=report.dreamt.merged if report.dreamt else None,
+        rewritten=report.consolidated.changed if report.consolidated else None)
+    enqueue_catch_up()
+
+
+@huey.task(name="maintain.run")
+def maintenance_task() -> None:
+    maintain_now(bound_home())
+
+
+@huey.task(name="mine.session")
+def mine_session_task(session: str) -> int | None:
+    """Mine one session that just ended (another pass running covers it)."""
+    home = bound_home()
+    spec = miner_spec(load_config(home).llm)
+    try:
+        report = mine(home, spec, sessions=[session], extractor=mining_extractor(home, spec))
+    except PassRunning:
+        return None
+    enqueue_catch_up()
+    return report.new
+
+
+@huey.periodic_task(crontab(minute="*"), name="schedule.tick")
+def schedule_tick() -> None:
+    """Every minute: queue the night's run, maintenance, and sessions that just ended."""
+    waiting = {(task.name, tuple(task.args)) for task in huey.pending()}
+    for due in tick(bound_home()):
+        if due == "night" and ("night.run", ()) not in waiting:
+            night_task()
+        elif due == "maintenance" and ("maintain.run", ()) not in waiting:
+            maintenance_task()
+        elif due.startswith("session:") and ("mine.session", (due[8:],)) not in waiting:
+            mine_session_task(due[8:])

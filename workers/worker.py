@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from events import DiaristError, Home
 
-from .app import configure
+from .app import configure, mining_queue
 from .presence import hold_worker_lock
 from .tasks import enqueue_catch_up  # importing it registers every task
 
@@ -15,14 +15,25 @@ POLL_S = 0.05
 
 
 def run_worker(home: Home, threads: int = 1,
-               on_start: Callable[[str], None] | None = None) -> None:
+               on_start: Callable[[str], None] | None = None, *, mining: bool = False) -> None:
     """``diarist worker``: the consumer with its periodic schedule, until SIGINT/SIGTERM.
     While it runs it holds the worker lock (:mod:`workers.presence`), so a chat on the same
-    home hands its work to the queue. ``on_start`` gets a one-line description."""
+    home hands its work to the queue. ``on_start`` gets a one-line description. With
+    ``mining`` it consumes only the mining queue's chunks (:data:`workers.app.mining_queue`):
+    no schedule, no projections, no worker lock."""
     if threads < 1:
         raise DiaristError(f"--workers must be at least 1, got {threads}",
                            hint="Give the number of worker threads, e.g. --workers 2.")
     queue = configure(home)
+    if mining:
+        consumer = mining_queue.create_consumer(
+            workers=threads, worker_type="thread", periodic=False, initial_delay=POLL_S,
+            backoff=1.0, max_delay=POLL_S)
+        if on_start is not None:
+            on_start(f"diarist worker --mining: {queue.storage_class.__name__} queue "
+                     f"{mining_queue.name}, {threads} thread(s)")
+        consumer.run()
+        return
     consumer = queue.create_consumer(
         workers=threads, worker_type="thread", periodic=True, initial_delay=POLL_S,
         backoff=1.0, max_delay=POLL_S, scheduler_interval=1, flush_locks=True,

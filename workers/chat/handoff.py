@@ -15,16 +15,26 @@ After each reply is printed, :class:`AfterReply` looks for a worker on the home
 
 Presence is checked after every reply, so a worker started (or stopped) mid-session is used
 (or not) from the next reply on.
+
+At session end a session of at least ``mining.min_turns`` turns (user and assistant
+messages) is mined (``mining.on_session_end``): by the worker (``mine.session`` is queued),
+else here, in the chat's process, before it exits (Ctrl-C skips it; the night's run mines
+it then).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from events import Home
+from events import DiaristError, Home
+from events.config import load_config
+from events.types import TURN_TYPES
 from projections import ProjectionStore
 
-from ..dispatch import after_append, enqueue_shadow_journal
+from ..dispatch import after_append, enqueue_mine_session, enqueue_shadow_journal
+from ..mining.extract import miner_spec
+from ..mining.mine import mine
+from ..pass_lock import PassRunning
 from ..presence import worker_present
 from .background_journal import BackgroundJournal
 
@@ -82,3 +92,27 @@ class AfterReply:
         if not worker_present(self.home):
             self.store.catch_up_all()
         after_append(self.home)
+        self._mine_session()
+
+    def _mine_session(self) -> None:
+        """Mine the session that just ended when it is long enough (see the module doc)."""
+        config = load_config(self.home)
+        if not config.mining.on_session_end:
+            return
+        turns = self.store.log.read(stream=self.session.id, types=TURN_TYPES)
+        if len(turns) < config.mining.min_turns:
+            return
+        if worker_present(self.home) and enqueue_mine_session(self.home, self.session.id):
+            return
+        self.echo("(mining this session into memory… Ctrl-C to skip)")
+        try:
+            report = mine(self.home, miner_spec(config.llm), sessions=[self.session.id])
+        except KeyboardInterrupt:
+            self.echo("(mining skipped; the night's run will do it)")
+            return
+        except PassRunning:
+            return  # a mining pass is running: it, or the next, mines this session
+        except DiaristError as exc:
+            self.echo(f"(mining skipped: {exc})")
+            return
+        self.echo(f"  (memory: +{report.new} mined, {report.reinforced} reinforced)")

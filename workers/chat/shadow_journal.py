@@ -10,7 +10,6 @@ once (idempotency key ``facts:<assistant event id>``).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from projections import ProjectionStore, open_store
 from projections.journal import entries_for
 
 from ..llm import Backend, make_backend
+from ..llm.lenient_json import decode_lenient
 
 EXTRACT_PROMPT = ("Reply with only a JSON list of short strings: new facts about the user or "
                   "their work worth remembering from the last exchange; [] if nothing new. "
@@ -35,7 +35,6 @@ MAX_FACT_CHARS = 200
 MIN_FACT_CHARS = 4
 MAX_KNOWN_LINES = 40  # today's journal lines shown as "already known" (the newest)
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)```")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
 _NOTHING = re.compile(r"(?i)^\W*(?:none|nothing( new)?|no new facts?|n/?a|\[\s*\])\W*$")
 
@@ -68,21 +67,6 @@ def _strings(value: Any) -> list[str] | None:
     return None
 
 
-def _decode(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    for open_, close in (("[", "]"), ("{", "}")):  # JSON with chatter around it
-        start, end = text.find(open_), text.rfind(close)
-        if 0 <= start < end:
-            try:
-                return json.loads(text[start:end + 1])
-            except ValueError:
-                continue
-    return None
-
-
 def parse_facts(reply: str) -> list[str]:
     """Facts from a model's reply, leniently: a JSON list (of strings, or of objects with a
     ``fact``/``text`` key), an object holding a list, a fenced ``json`` block, or bullet lines;
@@ -90,11 +74,9 @@ def parse_facts(reply: str) -> list[str]:
     text = reply.strip()
     if not text or _NOTHING.match(text):
         return []
-    fenced = _FENCE.search(text)
-    for candidate in ([fenced.group(1).strip()] if fenced else []) + [text]:
-        found = _strings(_decode(candidate))
-        if found is not None:
-            return found
+    found = _strings(decode_lenient(text))
+    if found is not None:
+        return found
     bullets = [m.group(1) for m in map(_BULLET.match, text.splitlines()) if m]
     return [b.strip("\"'") for b in bullets if not _NOTHING.match(b)]
 

@@ -69,6 +69,9 @@ class OpenAIBackend(HTTPBackend):
                  api_key: str | None = None, timeout: float = 120.0) -> None:
         super().__init__(openai_url(base_url), model, timeout, api_key)
         self._llama_cpp = False  # set when /props answers like llama.cpp's server
+        # extra fields for every request's body, e.g. llama.cpp's {"cache_prompt": true}
+        # (mining keeps its fixed prompt prefix in the server's cache)
+        self.extra_body: dict[str, Any] = {}
         self.unavailable_hint = (f"Start the OpenAI-compatible server at {self.base_url} "
                                  f"or set ${OPENAI_URL_ENV}.")
 
@@ -94,6 +97,7 @@ class OpenAIBackend(HTTPBackend):
                 "name": "answer", "schema": json_schema}}
         if self._llama_cpp:
             body["cache_prompt"] = True  # reuse the cached prompt prefix of the slot
+        body.update(self.extra_body)
         return self.stream(f"{self.base_url}/chat/completions", body, parse_sse, on_token)
 
     def warm(self, messages: list[dict]) -> None:

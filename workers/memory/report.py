@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from events import DiaristError, Home, clock
 from events.config import load_config
 from projections import ProjectionStore
-from projections.journal import FILE_NAME
+from projections.journal import ARCHIVE, FILE_NAME
 from projections.memories import memory_counts
 from projections.stats import budget_line, budget_summary
 
@@ -38,6 +38,9 @@ def journal_day(home: Home, value: str) -> tuple[str, str | None]:
     except ValueError as exc:
         raise DiaristError(str(exc), hint="Use YYYY-MM-DD, `today` or `yesterday`.") from None
     path = home.memory_dir / f"{day}.md"
-    if not FILE_NAME.match(path.name) or not path.exists():
+    if not FILE_NAME.match(path.name):
         return day, None
-    return day, path.read_text(encoding="utf-8")
+    for candidate in (path, home.memory_dir / ARCHIVE / path.name):
+        if candidate.exists():
+            return day, candidate.read_text(encoding="utf-8")
+    return day, None

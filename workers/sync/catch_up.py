@@ -47,8 +47,12 @@ def sync(home: Home, *, batch_size: int = DEFAULT_BATCH, embed: bool = True,
             embedded, model = _embed(home, store, progress)
         else:
             refresh_vectors(store)
-        return SyncReport({s.name: s.position for s in store.status()}, moved, embedded, model,
-                          pending_count(store))
+        report = SyncReport({s.name: s.position for s in store.status()}, moved, embedded,
+                            model, pending_count(store))
+    from ..maintenance.maintain import prune
+
+    prune(home)  # the catch-ups queued for a worker are done now: drop them if none runs
+    return report
 
 
 def _embed(home: Home, store: ProjectionStore, progress: ProgressFactory) -> tuple[int, str]:

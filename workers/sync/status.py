@@ -2,12 +2,17 @@
 queue and the worker, as lines to show."""
 from __future__ import annotations
 
+from typing import Any
+
 from events import EventLog, Home
 from events.config import load_config
 from projections import open_store
+from projections.memories import memory_counts
+from projections.mining import mining_totals
 from projections.stats import budget_line, budget_summary
 from projections.vector_cache import active_model, pending_count
 
+from ..maintenance.sizes import disk_usage, human
 from ..presence import last_worker_pid, worker_present
 
 
@@ -27,9 +32,25 @@ def status_lines(home: Home) -> list[str]:
                          "recall is lexical")
         else:
             lines.append(f"embeddings: {active.model}, {pending_count(store)} items waiting")
+        lines += mining_lines(store)
     lines.append(f"queue: {queue_line(home)}")
     lines.append(f"worker: {worker_line(home)}")
+    lines.append("disk: " + ", ".join(
+        f"{name} {human(size)}" + (f" ({files} files)" if name.endswith("journals") else "")
+        for name, size, files in disk_usage(home)))
     return lines
+
+
+def mining_lines(store: Any) -> list[str]:
+    totals = mining_totals(store.db)
+    by_status: dict[str, int] = {}
+    for _type, status, count in memory_counts(store.db):
+        by_status[status] = by_status.get(status, 0) + count
+    return [f"mining: {totals['sessions']} sessions, {totals['waiting']} waiting to be mined, "
+            f"{totals['memories']} memories mined in {totals['chunks']} chunks, "
+            f"{totals['failures']} model failures",
+            "memories: " + (", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+                            or "none")]
 
 
 def worker_line(home: Home) -> str:

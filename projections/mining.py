@@ -1,0 +1,146 @@
+"""The mining manifest: which sessions there are, how far each has been mined, what failed.
+
+One row per session (chat or imported): its backend, how many turns it has and the log
+position of the last one, whether it ended, and ``mined_upto`` — the log position of the
+last turn a ``MemoriesMined`` chunk covered. A session is waiting to be mined while it has
+turns after ``mined_upto``; a session that gains turns later (a longer re-import) waits
+again for the new ones only. ``MiningFailed`` events are listed per chunk.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events import RecordedEvent
+from events.types import TURN_TYPES
+
+from .engine import Projector
+
+
+class MiningProjector(Projector):
+    name = "mining"
+    handles = TURN_TYPES | {"SessionStarted", "SessionEnded", "MemoriesMined", "MiningFailed"}
+    version = 1
+
+    def create(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS mining_sessions ("
+            " session TEXT PRIMARY KEY, backend TEXT NOT NULL DEFAULT '',"
+            " started_at TEXT NOT NULL DEFAULT '', ended INTEGER NOT NULL DEFAULT 0,"
+            " ended_at TEXT NOT NULL DEFAULT '', turns INTEGER NOT NULL DEFAULT 0,"
+            " last_turn_seq INTEGER NOT NULL DEFAULT 0, last_turn_at TEXT NOT NULL DEFAULT '',"
+            " mined_upto INTEGER NOT NULL DEFAULT 0, chunks INTEGER NOT NULL DEFAULT 0,"
+            " memories INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
+            " model TEXT NOT NULL DEFAULT '')")
+        db.execute("CREATE INDEX IF NOT EXISTS mining_waiting"
+                   " ON mining_sessions (last_turn_seq - mined_upto)")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS mining_failures ("
+            " seq INTEGER PRIMARY KEY, session TEXT NOT NULL, first_seq INTEGER NOT NULL,"
+            " last_seq INTEGER NOT NULL, model TEXT NOT NULL, error TEXT NOT NULL,"
+            " at TEXT NOT NULL)")
+
+    def drop(self, db: sqlite3.Connection) -> None:
+        db.execute("DROP TABLE IF EXISTS mining_sessions")
+        db.execute("DROP TABLE IF EXISTS mining_failures")
+
+    def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
+        p = event.payload
+        session = str(p.get("session", ""))
+        if not session:
+            return
+        db.execute("INSERT OR IGNORE INTO mining_sessions (session) VALUES (?)", (session,))
+        if event.type == "SessionStarted":
+            db.execute("UPDATE mining_sessions SET backend = ?, started_at = ? WHERE session = ?",
+                       (str(p.get("backend", "")), event.occurred_at, session))
+        elif event.type in TURN_TYPES:
+            db.execute("UPDATE mining_sessions SET turns = turns + 1, last_turn_seq = ?,"
+                       " last_turn_at = ? WHERE session = ?",
+                       (event.seq, event.occurred_at, session))
+        elif event.type == "SessionEnded":
+            db.execute("UPDATE mining_sessions SET ended = 1, ended_at = ? WHERE session = ?",
+                       (event.occurred_at, session))
+        elif event.type == "MemoriesMined":
+            if int(p.get("last_seq", 0)) <= 0:
+                return  # not a chunk of this session's turns (written by hand or by a test)
+            db.execute("UPDATE mining_sessions SET mined_upto = MAX(mined_upto, ?),"
+                       " chunks = chunks + 1, memories = memories + ?, model = ?"
+                       " WHERE session = ?",
+                       (int(p["last_seq"]), len(p.get("memories", [])), str(p.get("model", "")),
+                        session))
+        elif event.type == "MiningFailed":
+            db.execute("UPDATE mining_sessions SET failures = failures + 1 WHERE session = ?",
+                       (session,))
+            db.execute("INSERT OR IGNORE INTO mining_failures"
+                       " (seq, session, first_seq, last_seq, model, error, at)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (event.seq, session, int(p["first_seq"]), int(p["last_seq"]),
+                        str(p.get("model", "")), str(p.get("error", "")), event.occurred_at))
+
+    def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
+        yield from db.execute("SELECT * FROM mining_sessions ORDER BY session")
+        yield from db.execute("SELECT * FROM mining_failures ORDER BY seq")
+
+
+@dataclass(frozen=True)
+class SessionState:
+    session: str
+    backend: str
+    ended: bool
+    turns: int
+    last_turn_seq: int
+    last_turn_at: str
+    mined_upto: int
+    ended_at: str = ""
+
+
+_STATE = "session, backend, ended, turns, last_turn_seq, last_turn_at, mined_upto, ended_at"
+
+
+def _state(r: Sequence[Any]) -> SessionState:
+    return SessionState(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], r[7])
+
+
+def waiting_sessions(db: sqlite3.Connection) -> list[SessionState]:
+    """Sessions with turns not mined yet (ended or not: the caller decides), oldest first."""
+    try:
+        rows = db.execute(
+            f"SELECT {_STATE} FROM mining_sessions WHERE last_turn_seq > mined_upto"
+            " ORDER BY last_turn_seq").fetchall()
+    except sqlite3.OperationalError:  # not projected yet
+        return []
+    return [_state(r) for r in rows]
+
+
+def open_chats(db: sqlite3.Connection, since: str) -> list[str]:
+    """Chat sessions (not imports) that have not ended and had a turn at or after ``since``:
+    someone may be typing."""
+    try:
+        return [r[0] for r in db.execute(
+            "SELECT session FROM mining_sessions WHERE ended = 0 AND backend != 'import'"
+            " AND last_turn_at >= ? ORDER BY session", (since,))]
+    except sqlite3.OperationalError:
+        return []
+
+
+def session_state(db: sqlite3.Connection, session: str) -> SessionState | None:
+    try:
+        r = db.execute(f"SELECT {_STATE} FROM mining_sessions WHERE session = ?",
+                       (session,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return _state(r) if r else None
+
+
+def mining_totals(db: sqlite3.Connection) -> dict[str, int]:
+    """Sessions, sessions waiting, chunks mined, memories mined, failures."""
+    try:
+        row = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(last_turn_seq > mined_upto), 0),"
+            " COALESCE(SUM(chunks), 0), COALESCE(SUM(memories), 0), COALESCE(SUM(failures), 0)"
+            " FROM mining_sessions WHERE turns > 0").fetchone()
+    except sqlite3.OperationalError:
+        row = (0, 0, 0, 0, 0)
+    return dict(zip(("sessions", "waiting", "chunks", "memories", "failures"), row, strict=True))

@@ -1,0 +1,157 @@
+"""Consolidation: journals since the watermark + MEMORY.md → a new MEMORY.md; history."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from events import EventLog, Home
+from events.types import (
+    FactsExtracted,
+    LongTermRewritten,
+    MemoriesMined,
+    MemorySuperseded,
+    Remembered,
+)
+from projections.long_term import CAP
+from workers.consolidation.consolidate import TARGET, consolidate
+from workers.consolidation.history import versions
+from workers.mining.extract import MinerSpec
+
+from .conftest import rules, run
+
+HEURISTIC = MinerSpec()
+T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+
+
+def note(log: EventLog, text: str, type_: str = "user_preference") -> str:
+    return log.append(Remembered(text=text, type=type_), stream="memory", occurred_at=T0).id
+
+
+def memory_md(home: Home) -> str:
+    return (home.memory_dir / "MEMORY.md").read_text()
+
+
+def test_journal_lines_join_their_sections_and_a_second_run_appends_nothing(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n- Ann likes tea\n\n"
+                                             "## Pets\n- Rex is a dog\n"), stream="memory")
+        note(log, "Ann likes tea")  # already said: not added twice
+        note(log, "Ann works at Acme", "workspace_profile")
+        note(log, "Deploys go through CI", "workflow")
+        log.append(FactsExtracted(from_events=[], facts=["Ann is learning Rust"]),
+                   stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.changed and report.added == 3 and report.model == "heuristic"
+    assert memory_md(home) == ("# Memory\n\n## Profile\n- Ann works at Acme\n\n"
+                               "## Preferences\n- Ann likes tea\n\n"
+                               "## Workflows\n- Deploys go through CI\n\n"
+                               "## Notes\n- Ann is learning Rust\n\n## Pets\n- Rex is a dog\n")
+    with EventLog(home.events_db) as log:
+        head = log.head()
+        rewrite = log.read(types=["LongTermRewritten"])[-1]
+    assert rewrite.payload["reviewed_upto"] == head - 1  # the watermark: the last entry read
+    assert not consolidate(home, HEURISTIC).changed
+    assert "Nothing to consolidate (0 new journal entries)." in run("consolidate").output
+    with EventLog(home.events_db) as log:
+        assert log.head() == head
+        note(log, "Ann prefers dark mode")
+    assert consolidate(home, HEURISTIC).added == 1
+    assert "- Ann prefers dark mode" in memory_md(home)
+
+
+def test_outdated_lines_leave_memory_md(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="q", memories=[
+            {"id": "old", "type": "workspace_profile", "content": "Ann lives in Oslo"},
+            {"id": "new", "type": "workspace_profile", "content": "Ann lives in Rome"}]),
+            stream="memory")
+        log.append(LongTermRewritten(content="# Memory\n\n## Profile\n- Ann lives in Oslo\n",
+                                     reviewed_upto=0), stream="memory")
+    consolidate(home, HEURISTIC)
+    assert "Oslo" in memory_md(home) and "Rome" in memory_md(home)
+    with EventLog(home.events_db) as log:
+        log.append(MemorySuperseded(ids=["old"], by="new", reason="moved"), stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.stale_dropped == 1 and "Oslo" not in memory_md(home)
+
+
+def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        for i in range(400):
+            note(log, f"Fact number {i} about a long and winding subject of little import")
+    report = consolidate(home, HEURISTIC)
+    text = memory_md(home)
+    assert report.trimmed > 0 and len(text) <= TARGET < CAP
+    assert "Fact number 399 " in text and "Fact number 0 " not in text
+
+
+def test_a_model_rewrites_changed_sections_and_its_nonsense_is_refused(home: Home,
+                                                                     tmp_path: Path) -> None:
+    with EventLog(home.events_db) as log:
+        note(log, "Ann likes green tea")
+        note(log, "Ann really likes green tea in the morning")
+        note(log, "My api key is sk-proj-abcdefghijklmnopqrstuvwxyz123456")
+        note(log, "Deploys go through CI", "workflow")
+        note(log, "Deploys need a green build", "workflow")
+    script = rules(tmp_path,
+                   {"match": "^Section: Preferences",
+                    "reply": "- Ann likes green tea, mostly in the morning\n- api key [secret]"},
+                   {"match": "^Section: Workflows", "reply": "- Ann owns a yacht"})
+    report = consolidate(home, MinerSpec("scripted", script=str(script)))
+    assert report.rewritten_sections == ["Preferences"] and report.failures == 1
+    text = memory_md(home)
+    assert "## Preferences\n- Ann likes green tea, mostly in the morning\n" in text
+    assert "- Deploys go through CI\n- Deploys need a green build" in text  # the merge stands
+    assert "yacht" not in text and "sk-proj" not in text
+    with EventLog(home.events_db) as log:
+        [failed] = log.read(types=["ConsolidationFailed"])
+        prompts = json.dumps([e.payload for e in log.read()])
+    assert failed.payload["section"] == "Workflows" and "not found" in failed.payload["error"]
+    assert "sk-proj-abcdefghijklmnopqrstuvwxyz123456" not in json.dumps(failed.payload)
+    assert report.model == "scripted" and prompts
+
+
+def test_history_shows_every_memory_md(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        note(log, "Ann likes tea")
+    consolidate(home, HEURISTIC)
+    with EventLog(home.events_db) as log:
+        note(log, "Ann likes cake")
+    consolidate(home, HEURISTIC)
+    found = versions(home)
+    assert [v.number for v in found] == [2, 1]
+    assert "cake" in found[0].content and "cake" not in found[1].content
+    out = run("memory", "history").output
+    assert "   2  " in out and "heuristic" in out
+    assert run("memory", "history", "1").output == found[1].content
+    missing = run("memory", "history", "9", ok=False)
+    assert missing.exit_code == 1 and "no MEMORY.md version '9'" in missing.output
+
+
+def test_no_secret_reaches_the_model(home: Home) -> None:
+    from .fake_llm import fake_llm
+
+    with EventLog(home.events_db) as log:
+        note(log, "My api key is sk-proj-abcdefghijklmnopqrstuvwxyz123456")
+        note(log, "Ann likes tea")
+    with fake_llm() as llm:
+        report = consolidate(home, MinerSpec("openai", base_url=llm.url))
+        bodies = json.dumps(llm.chat_calls())
+    assert "Section: Preferences" in bodies and "[secret]" in bodies
+    assert "sk-proj-abcdefghijklmnopqrstuvwxyz123456" not in bodies
+    assert report.failures == 1  # the fake answers with mining JSON: no bullets
+
+
+def test_dry_run_shows_the_new_memory_md_and_changes_nothing(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        note(log, "Ann likes tea")
+        head = log.head()
+    out = run("consolidate", "--dry-run", "--heuristic").output
+    assert out.startswith("Dry run: MEMORY.md 0 → ") and "1 line(s) added" in out
+    assert "## Preferences\n- Ann likes tea\n" in out
+    with EventLog(home.events_db) as log:
+        assert log.head() == head and not log.read(types=["LongTermRewritten"])
+    assert not (home.memory_dir / "MEMORY.md").exists()
+    assert "1 line(s) added" in run("consolidate", "--heuristic").output
+    assert "## Preferences\n- Ann likes tea\n" in memory_md(home)

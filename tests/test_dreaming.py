@@ -1,0 +1,177 @@
+"""Dreaming: merges, conflicts, fading and archiving — each decision an event, replayable."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from events import EventLog, Home, clock
+from events.types import MemoriesMined, Remembered
+from projections import open_store
+from projections.memories import Memory, faded, get_memory, list_memories
+from projections.recall import recall
+from workers.dreaming.dream import dream, subject_of
+from workers.sync.replay import verify
+
+from .conftest import run
+
+DAY = dt.timedelta(days=1)
+T0 = dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC)
+
+
+def mined(log: EventLog, at: dt.datetime, *memories: dict, model: str = "qwen") -> None:
+    log.append(MemoriesMined(session="s", model=model, memories=list(memories)),
+               stream="memory", occurred_at=at)
+
+
+def m(memory_id: str, content: str, type_: str = "user_preference", subject: str = "",
+      confidence: float = 0.8) -> dict:
+    return {"id": memory_id, "type": type_, "content": content, "subject": subject,
+            "confidence": confidence, "refs": [f"ref-{memory_id}"]}
+
+
+def active(home: Home) -> dict[str, Memory]:
+    with open_store(home) as store:
+        store.catch_up_all()
+        return {x.id: x for x in list_memories(store.db)}
+
+
+def test_same_text_is_merged_into_the_most_credible_keeping_every_ref(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("a", "Ann uses Vim."), m("b", "ann uses vim"))
+        mined(log, T0 + DAY, m("c", "ANN USES VIM!", confidence=0.95), m("d", "Ann uses Emacs"))
+    report = dream(home, now=T0 + 2 * DAY)
+    assert (report.merged_groups, report.merged) == (1, 2)
+    left = active(home)
+    assert sorted(left) == ["c", "d"]
+    assert left["c"].supersedes == ["a", "b"] and left["c"].refs == ["ref-c", "ref-a", "ref-b"]
+    assert left["c"].last_seen == clock.to_iso(T0 + DAY) and left["c"].confidence == 0.95
+    with EventLog(home.events_db) as log:
+        [merge] = log.read(types=["MemoriesMerged"])
+    assert merge.payload == {"ids": ["a", "b"], "into": "c", "reason": "duplicates (same text)"}
+
+
+def test_the_fact_said_last_wins_a_conflict_and_only_it_is_recalled(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("old", "Maya lives in Berlin", "workspace_profile", "maya|home city"))
+        mined(log, T0 + 9 * DAY, m("new", "Maya lives in Lisbon", "workspace_profile",
+                                   "maya|home city", confidence=0.7),
+              m("pet", "Maya has a greyhound", subject="maya|pet"))
+        # low confidence never wins over a credible fact, however new
+        mined(log, T0 + 10 * DAY, m("rumour", "Maya lives in Porto", "workspace_profile",
+                                    "maya|home city", confidence=0.3))
+    report = dream(home, now=T0 + 11 * DAY)
+    assert report.superseded == 2
+    left = active(home)
+    assert "new" in left and "old" not in left and "rumour" not in left
+    assert left["new"].supersedes == ["old", "rumour"]
+    with open_store(home) as store:
+        assert get_memory(store.db, "old").status == "superseded"  # kept in history
+        with clock.frozen(T0 + 11 * DAY):
+            hits = recall(store.db, "Maya lives in Berlin or Lisbon or Porto", 0)
+    assert [i.id for i in hits.items if i.source == "workspace_profile"] == ["new"]
+
+
+def test_heuristic_subjects_make_a_move_supersede_an_old_home() -> None:
+    def memory(content: str) -> Memory:
+        return Memory("x", "workspace_profile", content, "", "", 0.7, 1.0, [], "active", [],
+                      "", "", "", [], "heuristic", "")
+
+    assert subject_of(memory("Maya: I live in Berlin.")) == "maya|home"
+    assert subject_of(memory("Maya: I've moved to Lisbon!")) == "maya|home"
+    assert subject_of(memory("I prefer tabs over spaces")) == \
+        subject_of(memory("I prefer spaces over tabs")) == "user|prefers spaces tabs"
+    assert subject_of(memory("Maya: I went to the zoo")) == ""
+
+
+def test_relevancy_fades_once_a_day_and_the_forgotten_are_archived(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("fresh", "Ann runs on Sundays"))
+        mined(log, T0 - 400 * DAY, m("stale", "Ann collected stamps"))
+        mined(log, T0 - 400 * DAY, m("me", "Ann is called Ann", "workspace_profile"))
+        log.append(Remembered(text="Ann hates olives"), stream="memory",
+                   occurred_at=T0 - 400 * DAY)
+    report = dream(home, now=T0 + 90 * DAY)
+    assert (report.archived, report.decayed_at) == (1, "2024-03-31")
+    left = active(home)
+    assert "stale" not in left
+    assert left["fresh"].relevancy == pytest.approx(0.5)
+    assert left["me"].relevancy == 1.0  # identity does not fade
+    assert [x.relevancy for x in left.values() if x.content == "Ann hates olives"] == [1.0]
+    with open_store(home) as store:
+        assert get_memory(store.db, "stale").reason == "relevancy below 0.1 on 2024-03-31"
+    # the same day again: nothing to decide
+    assert dream(home, now=T0 + 90 * DAY + dt.timedelta(hours=3)).events == 0
+    assert dream(home, now=T0 + 91 * DAY).events == 1
+    assert faded("2024-01-01T00:00:00.000000Z", dt.datetime(2024, 1, 1, tzinfo=dt.UTC), 90) == 1
+
+
+def test_recall_weighs_memories_by_their_relevancy(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        mined(log, T0 - 180 * DAY, m("old", "Ann likes green tea"))
+        mined(log, T0, m("new", "Ann likes black tea"))
+    with open_store(home) as store:
+        store.catch_up_all()
+        with clock.frozen(T0):
+            before = {i.id: i.score for i in recall(store.db, "Ann likes tea", 0).items}
+    dream(home, now=T0)
+    with open_store(home) as store:
+        store.catch_up_all()
+        assert get_memory(store.db, "old").relevancy == pytest.approx(0.25)
+        with clock.frozen(T0):
+            after = {i.id: i.score for i in recall(store.db, "Ann likes tea", 0).items}
+    assert after["old"] == pytest.approx(before["old"] * 0.25, rel=1e-3)
+    assert after["new"] == pytest.approx(before["new"])
+
+
+def test_dry_run_and_replay(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("a", "Ann uses Vim"), m("b", "ann uses vim"))
+        head = log.head()
+    assert dream(home, now=T0, dry_run=True).merged == 1
+    with EventLog(home.events_db) as log:
+        assert log.head() == head
+    out = run("dream").output
+    assert "1 merged into 1" in out and "merge 1 into" in out
+    assert all(v.same for v in verify(home))
+    assert "Nothing to change." in run("dream").output
+
+
+def test_near_duplicates_by_embedding_are_merged_with_guards(model_home: Home) -> None:
+    """Paraphrases merge; a swapped preference or a different number does not."""
+    from workers.models.embedding import ensure_model
+
+    with EventLog(model_home.events_db) as log:
+        ensure_model(model_home, log)
+        mined(log, T0, m("a", "My dog is called Rex"), m("b", "My dog's name is Rex"),
+              m("c", "I prefer tabs over spaces"), m("d", "I prefer spaces over tabs"),
+              m("e", "I have 2 kids"), m("f", "I have 3 kids"))
+    report = dream(model_home, now=T0)  # no vector cached yet: the dream embeds them
+    left = active(model_home)
+    with EventLog(model_home.events_db) as log:
+        merges = [e.payload for e in log.read(types=["MemoriesMerged"])]
+        assert log.read(types=["EmbeddingModelChosen"])
+    assert merges == [{"ids": ["b"], "into": "a",
+                       "reason": "near duplicates (cosine ≥ 0.9)"}]
+    assert {"e", "f"} <= set(left)  # 2 kids / 3 kids: not the same fact
+    # tabs over spaces / spaces over tabs: not merged, but they set one preference, so the
+    # dream resolves them as a conflict instead
+    assert report.superseded == 1 and ("c" in left) != ("d" in left)
+
+
+def test_similarity_buckets_find_what_brute_force_finds() -> None:
+    import numpy as np
+
+    from workers.dreaming import similarity
+
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6000, 64)).astype(np.float32)
+    base[3000:3300] = base[:300] + 0.15 * rng.standard_normal((300, 64)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    found = similarity.near_pairs(base, 0.9)
+    scores = base @ base.T
+    truth = {(int(i), int(j)) for i, j in zip(*np.nonzero(np.triu(scores >= 0.9, 1)),
+                                              strict=True)}
+    assert len(base) > similarity.EXACT_UPTO and len(truth) >= 290
+    assert set(found) <= truth and len(set(found) & truth) >= 0.97 * len(truth)
+    assert similarity.near_pairs(base, 0.9) == found  # deterministic

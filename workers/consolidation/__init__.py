@@ -1,0 +1,1 @@
+"""Consolidation: the journals since the last one and MEMORY.md → a new MEMORY.md."""

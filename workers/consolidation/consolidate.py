@@ -1,0 +1,265 @@
+"""Consolidation: the journals since the last consolidation, and the current MEMORY.md,
+merged into a new MEMORY.md (``LongTermRewritten``).
+
+- **What is reviewed.** Journal entries after the watermark — the log position the last
+  ``LongTermRewritten`` recorded as ``reviewed_upto`` — and the current MEMORY.md. Lines of
+  MEMORY.md that say what a superseded or archived memory said are dropped (the newer fact
+  replaced it; it must not be injected any more).
+- **The deterministic merge** (always first): MEMORY.md is a ``# Memory`` file with one
+  ``##`` section per kind of memory (Profile, Preferences, Projects, Tools, Workflows, and
+  Notes for journal lines that are not typed memories; other sections a person wrote are
+  kept). A new entry joins its section as a bullet unless the section already says it (same
+  normal form). Over :data:`TARGET` characters (under the 12,288 cap) the oldest bullet of
+  the longest section goes first, until it fits.
+- **The model** (when one is configured) then rewrites each section the merge changed —
+  "merge bullets that say the same thing, keep every distinct fact" — when the section fits
+  its context window. Its bullets are kept only if each shares content words with the
+  section's input and none is empty; otherwise the merge's version stands and
+  ``ConsolidationFailed`` records why. Every bullet sent has been through
+  :func:`projections.secrets.scrub`.
+- **When nothing warrants a change** — no entries after the watermark, and no stale line —
+  or the result equals the current file, nothing is appended (and no model is called).
+
+Every earlier MEMORY.md stays in the log: :func:`workers.consolidation.history.versions`.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+
+from events import EventLog, Home, NewEvent, streams
+from events.config import LLMConfig, load_config
+from events.types import ConsolidationFailed, LongTermRewritten
+from projections import ProjectionStore, open_store
+from projections.long_term import CAP, read_long_term
+from projections.memories import get_memory, list_memories
+from projections.secrets import scrub
+from projections.tokens import estimate
+
+from ..llm.lenient_json import decode_lenient
+from ..mining.candidates import HEURISTIC
+from ..mining.extract import MinerSpec, backend_for
+from ..mining.text import content_words, grounded, normal
+from ..pass_lock import pass_lock
+from ..sync.progress import ProgressFactory, no_progress
+
+TITLE = "# Memory"
+TARGET = CAP - 512                   # room under the cap for the model's rewording
+SECTIONS = {"workspace_profile": "Profile", "user_preference": "Preferences",
+            "project_fact": "Projects", "tool_use": "Tools", "workflow": "Workflows"}
+NOTES = "Notes"
+ORDER = [*SECTIONS.values(), NOTES]
+SYSTEM = ("You keep a person's long-term memory file tidy. You get the bullet points of one "
+          "section. Merge bullets that say the same thing, drop repeats, keep every distinct "
+          'fact, short and in plain words. Reply with only the bullet lines, each starting '
+          'with "- ".')
+ANSWER_ROOM = 700                     # tokens of the window kept for the answer
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
+
+
+@dataclass
+class ConsolidationReport:
+    entries: int = 0
+    journals: list[str] = field(default_factory=list)
+    stale_dropped: int = 0
+    added: int = 0
+    trimmed: int = 0
+    rewritten_sections: list[str] = field(default_factory=list)
+    failures: int = 0
+    model: str = HEURISTIC
+    changed: bool = False
+    before_chars: int = 0
+    after_chars: int = 0
+    dry_run: bool = False
+    seconds: float = 0.0
+    content: str = ""
+
+
+@dataclass
+class Section:
+    title: str
+    bullets: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)   # non-bullet lines a person wrote
+
+
+def parse(content: str) -> tuple[list[str], list[Section]]:
+    """(lines before the first section, the sections in file order)."""
+    head: list[str] = []
+    sections: list[Section] = []
+    for line in content.splitlines():
+        if line.startswith("## "):
+            sections.append(Section(line[3:].strip()))
+            continue
+        bullet = _BULLET.match(line)
+        target = sections[-1] if sections else None
+        if target is None:
+            if line.strip() and line.strip() != TITLE:
+                head.append(line)
+        elif bullet:
+            target.bullets.append(bullet.group(1))
+        elif line.strip():
+            target.other.append(line)
+    return head, sections
+
+
+def render(head: list[str], sections: list[Section]) -> str:
+    out = [TITLE, ""] + ([*head, ""] if head else [])
+    for section in sections:
+        if not section.bullets and not section.other:
+            continue
+        out += [f"## {section.title}", *section.other, *(f"- {b}" for b in section.bullets), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _ordered(sections: dict[str, Section]) -> list[Section]:
+    known = [sections[t] for t in ORDER if t in sections]
+    return known + [s for t, s in sections.items() if t not in ORDER]
+
+
+def _trim(head: list[str], sections: list[Section], report: ConsolidationReport) -> str:
+    text = render(head, sections)
+    while len(text) > TARGET:
+        longest = max(sections, key=lambda s: (len(s.bullets), -ORDER.index(s.title)
+                                               if s.title in ORDER else 0))
+        if not longest.bullets:
+            break
+        longest.bullets.pop(0)
+        report.trimmed += 1
+        text = render(head, sections)
+    return text
+
+
+def watermark(log: EventLog) -> tuple[int, str | None]:
+    """(``reviewed_upto`` of the last rewrite, its event id)."""
+    last = log.read(types=["LongTermRewritten"], descending=True, limit=1)
+    if not last:
+        return 0, None
+    return int(last[0].payload.get("reviewed_upto") or 0), last[0].id
+
+
+def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str, str]]:
+    """(seq, id, date, content) of journal entries after ``after``, in log order."""
+    try:
+        return store.db.execute("SELECT seq, id, date, content FROM journal_entries"
+                                " WHERE seq > ? ORDER BY seq, n", (after,)).fetchall()
+    except Exception:  # the journal projection does not exist yet
+        return []
+
+
+def _stale(store: ProjectionStore) -> set[str]:
+    """What superseded and archived memories said, unless an active one says it too (a
+    merged duplicate says what its keeper says)."""
+    current = {normal(m.content) for m in list_memories(store.db)}
+    return {normal(m.content) for m in list_memories(store.db, None, ("superseded", "archived"))
+            if m.content.strip()} - current
+
+
+def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
+          report: ConsolidationReport) -> tuple[list[str], list[Section], set[str]]:
+    """The deterministic merge; returns (head, sections, titles of changed sections)."""
+    head, parsed = parse(current)
+    sections = {s.title: s for s in parsed}
+    stale = _stale(store)
+    changed: set[str] = set()
+    for section in sections.values():
+        kept = [b for b in section.bullets if normal(b) not in stale]
+        if len(kept) != len(section.bullets):
+            report.stale_dropped += len(section.bullets) - len(kept)
+            section.bullets = kept
+            changed.add(section.title)
+    said = {normal(b) for s in sections.values() for b in s.bullets}
+    for _seq, entry_id, _date, content in entries:
+        text = " ".join(scrub(content).split())
+        if not text or normal(text) in said or normal(text) in stale:
+            continue
+        memory = get_memory(store.db, entry_id)
+        if memory is not None and memory.status != "active":
+            continue
+        title = SECTIONS.get(memory.type, NOTES) if memory else NOTES
+        sections.setdefault(title, Section(title)).bullets.append(text)
+        said.add(normal(text))
+        changed.add(title)
+        report.added += 1
+    return head, _ordered(sections), changed
+
+
+def _model_rewrite(spec: MinerSpec, llm: LLMConfig, section: Section,
+                   window: int | None) -> tuple[list[str] | None, str, str]:
+    """(the model's bullets, or None; the error; the reply) for one section."""
+    bullets = "\n".join(f"- {scrub(b)}" for b in section.bullets)
+    user = f"Section: {section.title}\nBullets:\n{bullets}\n\nAt most {len(section.bullets)} " \
+           "bullets:"
+    if estimate(SYSTEM) + estimate(user) + ANSWER_ROOM > (window or 2048):
+        return None, "", ""  # too long for the model's window: the merge stands
+    backend = backend_for(spec, llm)
+    reply = backend.chat([{"role": "system", "content": SYSTEM},
+                          {"role": "user", "content": user}], stream=False, temperature=0,
+                         max_tokens=min(ANSWER_ROOM, 40 * len(section.bullets) + 40))
+    text = reply.text
+    found = [m.group(1) for m in map(_BULLET.match, text.splitlines()) if m]
+    if not found:
+        value = decode_lenient(text)
+        if isinstance(value, list):
+            found = [str(v) for v in value if isinstance(v, str)]
+    found = [" ".join(scrub(b).split()) for b in found if content_words(b)]
+    source = " ".join(section.bullets)
+    if not found:
+        return None, "no bullet lines in the answer", text
+    ungrounded = [b for b in found if not grounded(b, source)]
+    if ungrounded:
+        return None, f"{len(ungrounded)} bullet(s) not found in the section", text
+    if len(found) > len(section.bullets):
+        return None, "more bullets than it was given", text
+    return found, "", text
+
+
+def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
+                progress: ProgressFactory = no_progress) -> ConsolidationReport:
+    """One consolidation (see the module doc)."""
+    report = ConsolidationReport(dry_run=dry_run)
+    started = time.monotonic()
+    with pass_lock(home, "consolidate"), EventLog(home.events_db) as log, \
+            open_store(home, log) as store:
+        store.catch_up_all()
+        upto, previous = watermark(log)
+        entries = _new_entries(store, upto)
+        current = read_long_term(store.db)
+        report.entries, report.before_chars = len(entries), len(current)
+        report.journals = sorted({e[2] for e in entries})
+        head, sections, changed = merge(store, current, entries, report)
+        events: list[NewEvent] = []
+        if changed and spec.uses_model:
+            llm = load_config(home).llm
+            window = backend_for(spec, llm).context_window()
+            report.model = backend_for(spec, llm).model
+            with progress(len(changed), "Consolidating") as step:
+                for section in sections:
+                    if section.title not in changed or len(section.bullets) < 2:
+                        continue
+                    bullets, error, reply = _model_rewrite(spec, llm, section, window)
+                    if bullets is not None:
+                        section.bullets = bullets
+                        report.rewritten_sections.append(section.title)
+                    elif error:
+                        report.failures += 1
+                        events.append(NewEvent(stream=streams.MEMORY, data=ConsolidationFailed(
+                            section=section.title, model=report.model, error=error,
+                            reply=scrub(reply)[:600])))
+                    step(1)
+        content = _trim(head, sections, report)
+        report.content, report.after_chars = content, len(content)
+        report.changed = bool(changed) and content != current
+        if report.changed:
+            digest = hashlib.sha256(content.encode()).hexdigest()[:16]
+            events.append(NewEvent(
+                stream=streams.MEMORY, idempotency_key=f"consolidate:{previous}:{digest}",
+                data=LongTermRewritten(content=content, journals=report.journals,
+                                       model=report.model,
+                                       reviewed_upto=max((e[0] for e in entries), default=upto))))
+        if events and not dry_run and report.changed:
+            log.append_many(events)
+            store.catch_up_all()
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,1 @@
+"""Dreaming: merge duplicate memories, resolve conflicts, let relevancy fade (:mod:`.dream`)."""

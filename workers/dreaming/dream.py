@@ -1,0 +1,254 @@
+"""Dreaming: the active memories reviewed as a whole, every decision appended as an event.
+
+No model is called; every rule is deterministic, so a dream over the same memories at the
+same time decides the same.
+
+1. **Merge duplicates** (``MemoriesMerged``): memories with the same normal form, and near
+   duplicates by embedding (:func:`workers.mining.text.near_duplicate` over the cached
+   vectors, pairs found by :mod:`.similarity`), grouped transitively. The kept memory is
+   the most confident, then one the user stated (or a detected fact), then a model's, then
+   the heuristic's, then the oldest; it takes the refs of all (their provenance), the
+   highest confidence and the latest time said. Merged ones become ``superseded``.
+2. **Resolve conflicts** (``MemorySuperseded``): memories with the same subject key (who
+   and which single-valued attribute, :func:`workers.mining.text.subject_key`, or the
+   subject a model named) but different content contradict each other. Among the credible
+   ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then the more confident,
+   then by source as above; the others are superseded by it and stay in history. Recall
+   drops superseded memories, so the newer fact is what is injected.
+3. **Fade** (``RelevancyDecayed``, at most once per UTC day): relevancy of a mined (or
+   agent-noted) memory halves every ``dreaming.half_life_days`` (90) since it was last
+   said; identity facts (``workspace_profile``), notes the user asked to remember and
+   detected profile/project facts do not fade. Below ``dreaming.floor`` (0.1, i.e. about
+   300 days unsaid) a memory is archived. The event carries the time it used.
+
+All of a dream's events are appended in one transaction, with idempotency keys; a killed
+dream appends nothing and the next one decides again.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from events import EventLog, Home, NewEvent, clock, streams
+from events.config import load_config
+from events.types import MemoriesMerged, MemorySuperseded, RelevancyDecayed
+from projections import ProjectionStore, open_store
+from projections.memories import Memory, faded, list_memories
+from projections.memory_vectors import memory_vectors
+
+from ..mining.text import NEAR_DUPLICATE_COSINE, near_duplicate, normal, subject_key
+from ..pass_lock import pass_lock
+from ..sync.progress import ProgressFactory, no_progress
+from .similarity import near_pairs
+
+CREDIBLE = 0.5
+FADING_TYPES = ("user_preference", "project_fact", "tool_use", "workflow")
+STEADY_SOURCES = ("", "user")     # detected facts and the user's own notes do not fade
+_SPEAKER = re.compile(r"^([A-Z][\w.'’ -]{0,40}):\s+(.+)$", re.S)
+
+
+@dataclass
+class DreamReport:
+    memories: int = 0
+    merged_groups: int = 0
+    merged: int = 0
+    superseded: int = 0
+    faded: int = 0
+    archived: int = 0
+    decayed_at: str = ""
+    seconds: float = 0.0
+    dry_run: bool = False
+    events: int = 0
+    decisions: list[str] = field(default_factory=list)   # one line each, for the summary
+
+
+def _said(memory: Memory) -> str:
+    return max(memory.created_at, memory.last_seen or "")
+
+
+def _source_rank(memory: Memory) -> int:
+    return {"": 3, "user": 3, "agent": 2, "heuristic": 0}.get(memory.source, 1)
+
+
+def _keeper_order(memory: Memory) -> tuple[Any, ...]:
+    return (-memory.confidence, -_source_rank(memory), memory.created_at, memory.id)
+
+
+def subject_of(memory: Memory) -> str:
+    """The memory's subject key: the one recorded when it was mined, else the heuristic's."""
+    if memory.subject:
+        return memory.subject
+    found = _SPEAKER.match(memory.content)
+    speaker, sentence = (found.group(1), found.group(2)) if found else ("", memory.content)
+    return subject_key(sentence, speaker)
+
+
+class _Groups:
+    """Union-find over memory indices."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def join(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def groups(self) -> list[list[int]]:
+        out: dict[int, list[int]] = {}
+        for i in range(len(self.parent)):
+            out.setdefault(self.find(i), []).append(i)
+        return [g for g in out.values() if len(g) > 1]
+
+
+def _near_duplicates(home: Home, store: ProjectionStore, memories: list[Memory],
+                     groups: _Groups, embed: bool) -> None:
+    """Join near-duplicate memories, by their cached vectors (the missing ones are embedded
+    here when a model is chosen and ``embed``)."""
+    import numpy as np
+
+    index = {m.id: i for i, m in enumerate(memories)}
+    ids, matrix = memory_vectors(store.db)
+    keep = [k for k, memory_id in enumerate(ids) if memory_id in index]
+    rows = [index[ids[k]] for k in keep]
+    vectors = matrix[keep] if matrix is not None and keep else None
+    cached = {ids[k] for k in keep}
+    missing = [m for m in memories if m.id not in cached]
+    if embed and missing:
+        from projections.embedding import active_embedder
+
+        embedder = active_embedder(home, store)
+        if embedder is not None:
+            fresh = embedder.embed([m.content for m in missing])
+            vectors = fresh if vectors is None else np.vstack([vectors, fresh])
+            rows += [index[m.id] for m in missing]
+    if vectors is None or len(rows) < 2:
+        return
+    for (a, b), cosine in sorted(near_pairs(vectors, NEAR_DUPLICATE_COSINE).items()):
+        if near_duplicate(memories[rows[a]].content, memories[rows[b]].content, cosine):
+            groups.join(rows[a], rows[b])
+
+
+def _key(prefix: str, ids: Iterable[str]) -> str:
+    return f"{prefix}:" + hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:24]
+
+
+def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tuple[
+        list[NewEvent], set[str], dict[str, str]]:
+    """MemoriesMerged per group; (events, ids merged away, kept id → latest time said)."""
+    events: list[NewEvent] = []
+    gone: set[str] = set()
+    said: dict[str, str] = {}
+    for group in sorted(groups.groups()):
+        members = sorted((memories[i] for i in group), key=_keeper_order)
+        keeper, others = members[0], [m.id for m in members[1:]]
+        same_text = len({normal(m.content) for m in members}) == 1
+        reason = "duplicates (same text)" if same_text else \
+            f"near duplicates (cosine ≥ {NEAR_DUPLICATE_COSINE})"
+        events.append(NewEvent(stream=streams.MEMORY, idempotency_key=_key(
+            f"merge:{keeper.id}", others), data=MemoriesMerged(ids=others, into=keeper.id,
+                                                               reason=reason)))
+        gone.update(others)
+        said[keeper.id] = max(_said(m) for m in members)
+        report.merged_groups += 1
+        report.merged += len(others)
+        report.decisions.append(f"merge {len(others)} into {keeper.id}: {keeper.content[:80]}")
+    return events, gone, said
+
+
+def _conflicts(memories: list[Memory], said: dict[str, str],
+               report: DreamReport) -> tuple[list[NewEvent], set[str]]:
+    by_subject: dict[str, list[Memory]] = {}
+    for memory in memories:
+        subject = subject_of(memory)
+        if subject:
+            by_subject.setdefault(subject, []).append(memory)
+    events: list[NewEvent] = []
+    gone: set[str] = set()
+    for subject, members in sorted(by_subject.items()):
+        if len({normal(m.content) for m in members}) < 2:
+            continue
+        credible = [m for m in members if m.confidence >= CREDIBLE] or members
+        winner = max(credible, key=lambda m: (said.get(m.id, _said(m)), m.confidence,
+                                              _source_rank(m), m.id))
+        losers = sorted(m.id for m in members if m.id != winner.id)
+        events.append(NewEvent(stream=streams.MEMORY, idempotency_key=_key(
+            f"supersede:{winner.id}", losers), data=MemorySuperseded(
+                ids=losers, by=winner.id,
+                reason=f"conflict on {subject!r}: the fact said last wins")))
+        gone.update(losers)
+        report.superseded += len(losers)
+        report.decisions.append(f"supersede {len(losers)} by {winner.id} ({subject}): "
+                                f"{winner.content[:80]}")
+    return events, gone
+
+
+def _fade(log: EventLog, memories: list[Memory], said: dict[str, str], now: dt.datetime,
+          half_life: float, floor: float, report: DreamReport) -> list[NewEvent]:
+    """RelevancyDecayed, once per UTC day (none when nothing can fade)."""
+    fading = [m for m in memories if m.type in FADING_TYPES and m.source not in STEADY_SOURCES]
+    if not fading:
+        return []
+    day = now.date().isoformat()
+    last = log.read(types=["RelevancyDecayed"], descending=True, limit=1)
+    if last and str(last[0].payload["at"])[:10] >= day:
+        return []
+    archived = sorted(m.id for m in fading
+                      if faded(said.get(m.id, m.last_seen or m.created_at), now, half_life)
+                      < floor)
+    report.faded, report.archived, report.decayed_at = len(fading), len(archived), day
+    if archived:
+        report.decisions.append(f"archive {len(archived)} below relevancy {floor}")
+    return [NewEvent(stream=streams.MEMORY, idempotency_key=f"decay:{day}",
+                     data=RelevancyDecayed(at=clock.to_iso(now),
+                                           half_lives={t: half_life for t in FADING_TYPES},
+                                           floor=floor, archived=archived))]
+
+
+def dream(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
+          embed: bool = True, progress: ProgressFactory = no_progress) -> DreamReport:
+    """One dream over the active memories (see the module doc)."""
+    config = load_config(home)
+    now = now or clock.now()
+    report = DreamReport(dry_run=dry_run)
+    started = time.monotonic()
+    with pass_lock(home, "dream"), EventLog(home.events_db) as log, \
+            open_store(home, log) as store:
+        store.catch_up_all()
+        memories = list_memories(store.db)
+        report.memories = len(memories)
+        with progress(3, "Dreaming") as step:
+            groups = _Groups(len(memories))
+            first: dict[str, int] = {}
+            for i, memory in enumerate(memories):
+                j = first.setdefault(normal(memory.content), i)
+                if j != i:
+                    groups.join(i, j)
+            _near_duplicates(home, store, memories, groups, embed)
+            merges, gone, said = _merges(memories, groups, report)
+            step(1)
+            remaining = [m for m in memories if m.id not in gone]
+            conflicts, superseded = _conflicts(remaining, said, report)
+            step(1)
+            remaining = [m for m in remaining if m.id not in superseded]
+            decay = _fade(log, remaining, said, now, config.dreaming.half_life_days,
+                          config.dreaming.floor, report)
+            step(1)
+        events = merges + conflicts + decay
+        report.events = len(events)
+        if events and not dry_run:
+            log.append_many(events)
+            store.catch_up_all()
+    report.seconds = time.monotonic() - started
+    return report

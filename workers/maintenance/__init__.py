@@ -1,0 +1,1 @@
+"""Maintenance: old journals to ``memory/archive/`` (``JournalArchived``), a pruned queue."""

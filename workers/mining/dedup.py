@@ -1,0 +1,106 @@
+"""Never mine a memory that is already active: the same text (normal form), or a near
+duplicate by embedding (:func:`workers.mining.text.near_duplicate`: cosine ≥ 0.90 with the
+guards on numbers, names and word order).
+
+The embedding check runs only when an embedding model has been chosen (``diarist sync``
+exports it): the embedder is loaded on the first candidate that the normal form does not
+settle, active memories use the vectors already cached (missing ones are embedded here,
+not cached), and each memory kept during the pass is added, so a pass never creates a
+duplicate of its own memories either. With no model the check is by normal form only.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from events import Home
+from projections import ProjectionStore
+from projections.memories import list_memories
+from projections.memory_vectors import memory_vectors
+
+from .text import near_duplicate, normal
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+
+class ActiveMemories:
+    """The active memories a candidate is compared with, growing as the pass keeps some."""
+
+    def __init__(self, home: Home, store: ProjectionStore, *, embed: bool = True) -> None:
+        self.home, self.store, self.embed = home, store, embed
+        self.ids: list[str] = []
+        self.contents: list[str] = []
+        self.by_normal: dict[str, str] = {}
+        for memory in list_memories(store.db):
+            self._remember(memory.id, memory.content)
+        self._embedder: Any = None
+        self._buffer: np.ndarray | None = None   # row i: the vector of self.ids[i]
+        self._rows = 0
+        self._loaded = False
+
+    def _remember(self, memory_id: str, content: str) -> None:
+        self.ids.append(memory_id)
+        self.contents.append(content)
+        self.by_normal.setdefault(normal(content), memory_id)
+
+    def _load(self) -> bool:
+        """Load the embedder and the active memories' vectors once; False without a model."""
+        if not self._loaded:
+            self._loaded = True
+            if self.embed:
+                self._prepare()
+        return self._embedder is not None
+
+    def _prepare(self) -> None:
+        import numpy as np
+
+        from projections.embedding import active_embedder
+
+        self._embedder = active_embedder(self.home, self.store)
+        if self._embedder is None:
+            return
+        cached_ids, cached = memory_vectors(self.store.db, self.ids)
+        found = dict(zip(cached_ids, cached if cached is not None else [], strict=False))
+        missing = [i for i, memory_id in enumerate(self.ids) if memory_id not in found]
+        fresh = self._embedder.embed([self.contents[i] for i in missing]) if missing else None
+        dimension = 384 if cached is None else cached.shape[1]
+        rows = np.zeros((max(len(self.ids) * 2, 64), dimension), dtype=np.float32)
+        for i, memory_id in enumerate(self.ids):
+            if memory_id in found:
+                rows[i] = found[memory_id]
+        for j, i in enumerate(missing):
+            rows[i] = fresh[j]  # type: ignore[index]
+        self._buffer, self._rows = rows, len(self.ids)
+
+    def known(self, content: str, vector: Any = None) -> str | None:
+        """The id of an active memory that says ``content`` already, or None."""
+        same = self.by_normal.get(normal(content))
+        if same is not None or vector is None or self._buffer is None or not self._rows:
+            return same
+        scores = self._buffer[:self._rows] @ vector
+        for i in scores.argsort()[::-1][:5]:
+            if near_duplicate(self.contents[i], content, float(scores[i])):
+                return self.ids[i]
+        return None
+
+    def vectors(self, contents: list[str]) -> list[Any]:
+        """Embeddings of ``contents`` (Nones without a model); only loads what is needed."""
+        if not contents or all(normal(c) in self.by_normal for c in contents) \
+                or not self._load():
+            return [None] * len(contents)
+        return list(self._embedder.embed(contents))
+
+    def add(self, memory_id: str, content: str, vector: Any = None) -> None:
+        """A memory the pass keeps: later candidates are compared with it too."""
+        self._remember(memory_id, content)
+        if self._buffer is None:
+            return
+        import numpy as np
+
+        if self._rows == len(self._buffer):
+            grown = np.zeros((len(self._buffer) * 2, self._buffer.shape[1]), dtype=np.float32)
+            grown[:self._rows] = self._buffer
+            self._buffer = grown
+        if vector is not None:
+            self._buffer[self._rows] = vector
+        self._rows += 1

@@ -1,0 +1,53 @@
+"""What ``diarist mine``, ``dream``, ``consolidate`` and ``maintain`` run now — the same
+passes ``diarist worker`` runs at night and every 6 h (:mod:`workers.schedule`)."""
+from __future__ import annotations
+
+from events import Home
+from events.config import load_config
+
+from .consolidation.consolidate import ConsolidationReport, consolidate
+from .dispatch import after_append, mining_extractor
+from .dreaming.dream import DreamReport, dream
+from .maintenance.maintain import MaintenanceReport, maintain
+from .mining.extract import MinerSpec, miner_spec
+from .mining.mine import MineReport, mine
+from .sync.progress import ProgressFactory, no_progress
+
+
+def spec_for(home: Home, *, backend: str | None = None, model: str | None = None,
+             base_url: str | None = None, script: str | None = None,
+             heuristic: bool = False) -> MinerSpec:
+    return miner_spec(load_config(home).llm, backend=backend, model=model, base_url=base_url,
+                      script=script, heuristic=heuristic)
+
+
+def mine_now(home: Home, spec: MinerSpec, *, sessions: list[str] | None = None,
+             dry_run: bool = False, progress: ProgressFactory = no_progress) -> MineReport:
+    """Mine every session ready to be mined (or ``sessions``) now."""
+    report = mine(home, spec, extractor=mining_extractor(home, spec), sessions=sessions,
+                  dry_run=dry_run, progress=progress)
+    if report.chunks and not dry_run:
+        after_append(home)
+    return report
+
+
+def dream_now(home: Home, *, dry_run: bool = False,
+              progress: ProgressFactory = no_progress) -> DreamReport:
+    report = dream(home, dry_run=dry_run, progress=progress)
+    if report.events and not dry_run:
+        after_append(home)
+    return report
+
+
+def consolidate_now(home: Home, spec: MinerSpec, *, dry_run: bool = False,
+                    progress: ProgressFactory = no_progress) -> ConsolidationReport:
+    report = consolidate(home, spec, dry_run=dry_run, progress=progress)
+    if report.changed and not dry_run:
+        after_append(home)
+    return report
+
+
+def maintain_now(home: Home, *, dry_run: bool = False) -> MaintenanceReport:
+    """Archive old journals and prune the queue (it projects what it appends itself, and
+    queues nothing: pruning is the point)."""
+    return maintain(home, dry_run=dry_run)
