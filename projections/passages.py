@@ -38,15 +38,16 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def _cut(sentence: str, limit: int) -> list[str]:
-    """A sentence longer than ``limit`` tokens, cut at word boundaries."""
+def _runs(pieces: list[str], limit: int) -> list[str]:
+    """``pieces`` joined with spaces into runs of at most ``limit`` tokens, in order (a piece
+    longer than ``limit`` is a run of its own)."""
     out: list[str] = []
     current: list[str] = []
-    for word in sentence.split():
-        if current and estimate(" ".join(current + [word])) > limit:
+    for piece in pieces:
+        if current and estimate(" ".join(current + [piece])) > limit:
             out.append(" ".join(current))
             current = []
-        current.append(word)
+        current.append(piece)
     if current:
         out.append(" ".join(current))
     return out
@@ -61,15 +62,6 @@ def passages(text: str, *, whole: int = WHOLE_TURN_TOKENS, size: int = PASSAGE_T
         return [text] if text else []
     pieces: list[str] = []
     for sentence in sentences(text):
-        pieces += _cut(sentence, sentence_limit) if estimate(sentence) > sentence_limit \
+        pieces += _runs(sentence.split(), sentence_limit) if estimate(sentence) > sentence_limit \
             else [sentence]
-    out: list[str] = []
-    current: list[str] = []
-    for piece in pieces:
-        if current and estimate(" ".join(current + [piece])) > size:
-            out.append(" ".join(current))
-            current = []
-        current.append(piece)
-    if current:
-        out.append(" ".join(current))
-    return out
+    return _runs(pieces, size)

@@ -48,9 +48,11 @@ NEIGHBOURS = 16              # nearest items looked at for each of them
 # recall @512 by weight: 1.0 → 0.688; 0.8 → 0.762; 0.6 → 0.838; 0.5 → 0.85; 0.4 → 0.892.
 # 0.5, not lower, so an answer inside a long reply is still found. From 4 passages: from
 # 2, LoCoMo (whose few long turns are a person's own news) fell 0.703 → 0.659 @512.
+# (Swept 2026-11-23 with a harness that calls this recall() as `diarist eval` does; to
+# reproduce a point, set the constant and run `diarist eval
+# ../shared/bench/longmemeval/longmemeval_s_dev.json` — its 0.5 run gave 0.850.)
 ESSAY_WEIGHT = 0.5
 ESSAY_PASSAGES = 4
-REPLY_MAX_TOKENS = 10_000     # a whole turn comes with its reply when the reply is this short
 
 
 
@@ -317,9 +319,8 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], filler: _Fill
         reply = replies.get(hit.key) if part is None else None
         if reply is not None and filler.budget <= 0 and key_part(reply.key) is not None:
             reply = _whole_turn(db, reply)
-        elif reply is not None and (key_part(reply.key) is not None
-                                    or estimate(reply.content) > REPLY_MAX_TOKENS):
-            reply = None
+        elif reply is not None and key_part(reply.key) is not None:
+            reply = None  # a long reply: its passages compete on their own
         parts = [p for p in (hit, reply) if p is not None and p.content_hash not in seen_hashes]
         if not parts:
             continue
