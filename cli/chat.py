@@ -140,7 +140,7 @@ def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> 
 
     for warning in detect_here(home, log, Path.cwd()):
         click.echo(f"(project facts: {warning})", err=True)
-    store.catch_up_all()
+    _catch_up(store)
     if not should_ask(log, store, force=force, interactive=sys.stdin.isatty()):
         return
     click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
@@ -153,10 +153,19 @@ def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> 
             break
     if record_answers(log, answers):
         click.echo("Saved. See or change it with /memory profile.")
-        store.catch_up_all()
+        _catch_up(store)
     else:
         click.echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
                    "/memory profile set KEY VALUE sets one field).")
+
+
+def _catch_up(store: ProjectionStore) -> None:
+    """Catch memory up; what stops it is shown, not fatal: the chat still works."""
+    from workers.sync.catch_up import catch_up_after_append
+
+    warning = catch_up_after_append(store)
+    if warning:
+        click.echo(f"(warning: {warning})", err=True)
 
 
 LABEL_CHARS = 60  # of a tool call's main argument, shown instead of its JSON
@@ -262,7 +271,6 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     config = load_config(home)
     llm = make_backend(backend, model=model, base_url=base_url, script=script, llm=config.llm)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
-        store.catch_up_all()
         _onboard(home, log, store, onboard)
         line = _Line()
         session = ChatSession(home, log, store, llm, config, notify=line.note,

@@ -11,6 +11,7 @@ import click
 
 from events import DiaristError, EventLog, Home
 from events.db import is_busy
+from events.health import explain
 from events.home import HOME_ENV
 from projections import ProjectionStore, open_store
 
@@ -61,15 +62,28 @@ def friendly_errors(fn: F) -> F:
                     f"the database stayed locked ({exc})\n"
                     "Hint: another diarist process is holding a write; wait and retry."
                 ) from None
+            explained = _explained(exc)
+            if explained is not None:  # a full disk, a read-only home, a damaged database
+                raise fail(explained) from None
             raise
 
     return cast(F, wrapper)
 
 
+def _explained(exc: Exception) -> DiaristError | None:
+    try:
+        home = current_home()
+    except Exception:  # the home itself is the problem: say what was raised
+        return None
+    return explain(exc, home)
+
+
 @contextlib.contextmanager
 def opened(home: Home) -> Iterator[tuple[EventLog, ProjectionStore]]:
-    log = EventLog(home.events_db)
-    store = open_store(home, log)
+    """The log and the projections, for reading: read-only (nothing written, not even a
+    migration) when the home cannot be written."""
+    log = EventLog.reader(home)
+    store = open_store(home, log, readonly=log.readonly)
     try:
         yield log, store
     finally:

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from events import EventLog, RecordedEvent
-from events.transcript import export_lines
 
 from .context import current_home, friendly_errors, home_option
 from .logging_setup import log as logger
@@ -42,21 +41,26 @@ def import_(file: Path) -> None:
 @home_option
 @friendly_errors
 def export(output: Path | None) -> None:
-    """Export every turn in the log as transcript JSONL (times in UTC)."""
+    """Export every turn in the log as transcript JSONL (times in UTC).
+
+    A turn this diarist cannot read (a newer schema_version, a damaged payload, a type it
+    does not know) is written as stored, marked `{"unreadable": …, "problem": …}`, and named
+    on standard error."""
     from workers.transcripts import export_transcript
 
-    home = current_home()
-    if output is None:
-        with EventLog(home.events_db) as log:
-            for line in export_lines(log):
-                click.echo(line)
-        return
-    count = export_transcript(home, output)
-    click.echo(f"Exported {count} turns to {output}.", err=True)
+    result = export_transcript(current_home(), output, click.echo)
+    if output is not None:
+        click.echo(f"Exported {result.turns} turns to {output}.", err=True)
+    for event in result.unreadable:
+        click.echo(f"Warning: {event.label()} could not be read ({event.problem}); written "
+                   "raw as an `unreadable` line, which `diarist import` refuses.", err=True)
 
 
 def _summary(event: dict) -> str:
     payload = event["payload"]
+    if event.get("problem"):  # shown raw, marked
+        raw = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+        return f"[unreadable v{event['schema_version']}: {event['problem']}] {raw}"[:200]
     text = payload.get("text") or payload.get("summary") or payload.get("content") or ""
     if not text:
         text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
@@ -100,7 +104,7 @@ def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str |
     """List the newest events (oldest first); see `events show` and `events tail`."""
     if ctx.invoked_subcommand is not None:
         return
-    with EventLog(current_home().events_db) as log:
+    with EventLog.reader(current_home()) as log:
         newest = log.read(0, limit or None, types=types or None, stream=stream, descending=True)
         _print_events(list(reversed(newest)), as_json)
 
@@ -111,7 +115,7 @@ def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str |
 @friendly_errors
 def events_show(key: str) -> None:
     """Show one event in full, by seq, id or ref."""
-    with EventLog(current_home().events_db) as log:
+    with EventLog.reader(current_home()) as log:
         click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
                               sort_keys=True))
 
@@ -126,7 +130,7 @@ def events_show(key: str) -> None:
 def events_tail(follow: bool, interval: float, limit: int, types: tuple[str, ...],
                 stream: str | None, as_json: bool) -> None:
     """Print the last events, and with -f every new one as it is appended."""
-    with EventLog(current_home().events_db) as log:
+    with EventLog.reader(current_home()) as log:
         newest = list(reversed(log.read(0, limit, types=types or None, stream=stream,
                                         descending=True)))
         _print_events(newest, as_json)

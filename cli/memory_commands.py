@@ -35,7 +35,10 @@ def _warn_if_behind(store: ProjectionStore) -> None:
     from workers.memory.recall import projection_lag
 
     lag = projection_lag(store)
-    if lag:
+    if lag and store.readonly:
+        click.echo(f"(projections are {lag} events behind the log; the home is read-only, "
+                   "so they cannot be caught up here)", err=True)
+    elif lag:
         click.echo(f"(projections are {lag} events behind the log; run `diarist sync` or "
                    "start `diarist worker`)", err=True)
 
@@ -87,8 +90,10 @@ def remember(text: str, type_: str) -> None:
     """Remember TEXT: a note in today's journal and a typed memory."""
     from workers.memory.remember import remember as run_remember
 
-    event = run_remember(current_home(), text, type_)
-    click.echo(f"Remembered {event.id} ({type_}).")
+    done = run_remember(current_home(), text, type_)
+    click.echo(f"Remembered {done.event.id} ({type_}).")
+    if done.warning:
+        click.echo(f"Warning: {done.warning}", err=True)
 
 
 @click.command()

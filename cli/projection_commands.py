@@ -50,7 +50,13 @@ def replay(verify: bool, batch_size: int) -> None:
 
     home = current_home()
     if not verify:
-        for status in run_replay(home, batch_size=batch_size, progress=terminal_progress):
+        done = run_replay(home, batch_size=batch_size, progress=terminal_progress)
+        if done.broken is not None:
+            click.echo(f"{home.projections_db} was {done.problem}: moved it aside to "
+                       f"{done.broken} and rebuilt the projections from the log"
+                       + (f" ({done.salvaged} cached vectors salvaged)"
+                          if done.salvaged is not None else ""), err=True)
+        for status in done.statuses:
             click.echo(f"{status.name}: rebuilt to {status.position}")
         return
     verdicts = run_verify(home, batch_size=batch_size)

@@ -2,25 +2,108 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 
 @contextlib.contextmanager
 def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception (Ctrl-C included):
     the write lock is taken up front, so the transaction never fails half-way on a busy
-    database. The connection must be in autocommit mode (``isolation_level=None``)."""
+    database. The connection must be in autocommit mode (``isolation_level=None``).
+
+    A failed ``COMMIT`` (a full disk) is rolled back too; and SQLite may already have rolled
+    the transaction back itself (``SQLITE_FULL``), so the rollback never hides the error."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def is_busy(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite giving up on a lock another process held too long."""
     return isinstance(exc, sqlite3.OperationalError) and (
         "locked" in str(exc) or "busy" in str(exc))
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the database's size limit) is full."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
+def is_readonly(exc: BaseException) -> bool:
+    """Whether ``exc`` says a file or the file system cannot be written."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    return isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc)
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite finding a damaged file (not a lock, not a full disk)."""
+    text = str(exc)
+    return isinstance(exc, sqlite3.DatabaseError) and any(
+        words in text for words in ("malformed", "not a database", "disk I/O error",
+                                    "corrupt", "unsupported file format"))
+
+
+def connect_readonly(path: Path | str, *, timeout: float = 60.0) -> sqlite3.Connection:
+    """A read-only connection that writes nothing at all, even on a read-only file system.
+
+    ``mode=ro`` first. In WAL mode SQLite needs the ``-shm`` file, which it cannot create in a
+    read-only folder; when neither it nor a ``-wal`` file exists, everything is in the main
+    file, so ``immutable=1`` (no locks, no WAL) reads exactly what is there. (With a ``-wal``
+    left behind ``mode=ro`` works, and reads it.)"""
+    path = Path(path)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                             timeout=timeout, check_same_thread=False)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc) or Path(f"{path}-wal").exists():
+            raise
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                         check_same_thread=False)
+    db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    return db
+
+
+def online_backup(source: sqlite3.Connection, target: Path) -> None:
+    """A consistent copy of ``source``'s database at ``target`` (a new file), taken with
+    SQLite's online backup while others may keep writing (WAL: one read snapshot), then made
+    a plain single file (rollback journal mode, no ``-wal`` beside it) and flushed to disk.
+    A failure leaves no partial ``target``."""
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    try:
+        copy = sqlite3.connect(partial, isolation_level=None)
+        try:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            copy.close()
+        with open(partial, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
+        fsync_dir(target.parent)
+    finally:
+        partial.unlink(missing_ok=True)
+        Path(f"{partial}-journal").unlink(missing_ok=True)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new file in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -23,8 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from . import clock
-from .db import write_transaction
-from .errors import ConcurrencyError, NotFound
+from .db import (
+    connect_readonly,
+    is_corrupt,
+    is_full,
+    is_readonly,
+    online_backup,
+    write_transaction,
+)
+from .errors import ConcurrencyError, NotFound, UnreadableEvent
+from .health import check_database, damaged, disk_full, explain, read_only, writable
+from .home import Home
 from .ids import new_ulid
 from .migrations import Migrations
 from .types import Event, Payload, Registry
@@ -123,22 +132,37 @@ class RecordedEvent:
     payload: Payload
     meta: dict[str, Any] = field(default_factory=dict)
     registry: Registry = field(default=default_registry, repr=False, compare=False)
+    # Why this code cannot read the row (an unknown type, a newer schema_version, a payload
+    # that does not fit its type), or None. Such a row is kept as stored (``payload`` raw):
+    # reading commands show it with this marker, projecting refuses it.
+    problem: str | None = None
 
     @property
     def data(self) -> Event:
+        if self.problem:
+            raise UnreadableEvent(f"{self.label()}: {self.problem}")
         return self.registry.decode(self.type, self.schema_version, self.payload)
+
+    def label(self) -> str:
+        """The event as a person can find it again: seq, id, type and schema_version."""
+        return (f"event seq {self.seq} (id {self.id}, type {self.type}, "
+                f"schema_version {self.schema_version})")
 
     @property
     def ref(self) -> str | None:
         return self.meta.get("ref")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The row as JSON; an unreadable one (see ``problem``) gets a ``problem`` key."""
+        out = {
             "seq": self.seq, "id": self.id, "stream": self.stream,
             "stream_version": self.stream_version, "type": self.type,
             "schema_version": self.schema_version, "occurred_at": self.occurred_at,
             "recorded_at": self.recorded_at, "payload": self.payload, "meta": self.meta,
         }
+        if self.problem:
+            out["problem"] = self.problem
+        return out
 
 
 class Appended(list[RecordedEvent]):
@@ -154,15 +178,14 @@ _COLUMNS = ("seq, id, stream, stream_version, type, schema_version, occurred_at,
 def connect(path: Path | str, *, readonly: bool = False,
             synchronous: str = "FULL") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, synchronous=FULL
-    unless told otherwise."""
+    unless told otherwise; ``readonly`` writes nothing at all (:func:`connect_readonly`)."""
     if readonly:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                             timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        db = connect_readonly(path, timeout=BUSY_TIMEOUT_S)
     else:
         db = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S,
                              check_same_thread=False)
         _enable_wal(db)
-    db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     return db
 
@@ -188,14 +211,98 @@ def _enable_wal(db: sqlite3.Connection) -> None:
 
 
 class EventLog:
-    """The log at ``path``; migrations run on open, so old and new files take one path."""
+    """The log at ``path``; migrations run on open, so old and new files take one path.
 
-    def __init__(self, path: Path | str, registry: Registry = default_registry) -> None:
+    A log written by a newer diarist is refused before anything is written (:class:`NewerHome`);
+    an older one is backed up (``backups/events-v<N>-<time>.db`` beside it) and then migrated.
+    ``readonly`` opens without writing anything — no migration, no WAL switch — for reading
+    a read-only home; appends then fail with :class:`ReadOnlyHome`.
+    """
+
+    def __init__(self, path: Path | str, registry: Registry = default_registry, *,
+                 readonly: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.registry = registry
-        self.db = connect(self.path)
-        migrations.apply(self.db)
+        self.readonly = readonly
+        self.backups: list[Path] = []  # taken before a migration by this open
+        if readonly:
+            self.db = self._open_readonly()
+            return
+        self._ensure_writable()
+        if self.path.exists() and self.path.stat().st_size:
+            self._refuse_newer()
+        try:
+            self.db = connect(self.path)
+            migrations.apply(self.db, before=self._backup_before_migrating)
+        except sqlite3.DatabaseError as exc:
+            raise self._explained(exc) from None
+
+    @classmethod
+    def reader(cls, home: Home) -> EventLog:
+        """The home's log opened for reading: read-only when the home cannot be written
+        (a read-only disk or folder), else as usual."""
+        return cls(home.events_db, readonly=not writable(home))
+
+    def _ensure_writable(self) -> None:
+        home = Home(self.path.parent)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_readonly(exc):
+                raise read_only(home, self.path.parent.name, exc.strerror) from None
+            raise
+        if not writable(home, [self.path]):
+            raise read_only(home, self.path.name)
+
+    def _refuse_newer(self) -> None:
+        """A newer diarist's log is refused by a connection that writes nothing."""
+        try:
+            peek = connect_readonly(self.path)
+        except sqlite3.DatabaseError as exc:
+            raise self._explained(exc) from None
+        try:
+            migrations.check(peek, self.path)
+        except sqlite3.DatabaseError as exc:
+            raise self._explained(exc) from None
+        finally:
+            peek.close()
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            raise NotFound(f"no event log at {self.path}",
+                           hint="Check --home (or $DIARIST_HOME); a read-only home cannot "
+                                "start a new log.")
+        try:
+            db = connect(self.path, readonly=True)
+            version = migrations.check(db, self.path)
+        except sqlite3.DatabaseError as exc:
+            raise self._explained(exc) from None
+        if version < migrations.version:
+            db.close()
+            raise read_only(Home(self.path.parent), self.path.name,
+                            f"it needs an upgrade to schema {migrations.version} first")
+        return db
+
+    def _explained(self, exc: sqlite3.DatabaseError) -> Exception:
+        home = Home(self.path.parent)
+        if is_corrupt(exc):
+            return damaged(home, self.path, check_database(self.path) or f"damaged ({exc})")
+        return explain(exc, home) or exc
+
+    def _backup_before_migrating(self, version: int) -> None:
+        """Before an existing log is migrated: a consistent copy of it, as it was, in
+        ``backups/events-v<version>-<time>.db`` beside it."""
+        folder = self.path.parent / "backups"
+        stamp = clock.now().strftime("%Y%m%dT%H%M%S%fZ")
+        target = folder / f"events-v{version}-{stamp}.db"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            online_backup(self.db, target)
+        except (OSError, sqlite3.OperationalError) as exc:
+            if is_full(exc):
+                raise disk_full(target, exc) from None
+            raise
+        self.backups.append(target)
 
     def close(self) -> None:
         self.db.close()
@@ -220,15 +327,24 @@ class EventLog:
         """
         if not batch:
             return Appended()
+        if self.readonly:
+            raise read_only(Home(self.path.parent), self.path.name)
         recorded_at = clock.now_iso()
         out = Appended()
-        with write_transaction(self.db):
-            versions: dict[str, int] = {}
-            seen_keys: dict[str, RecordedEvent] = {}
-            for new in batch:
-                event, created = self._append_one(new, recorded_at, versions, seen_keys)
-                out.append(event)
-                out.new += created
+        try:
+            with write_transaction(self.db):
+                versions: dict[str, int] = {}
+                seen_keys: dict[str, RecordedEvent] = {}
+                for new in batch:
+                    event, created = self._append_one(new, recorded_at, versions, seen_keys)
+                    out.append(event)
+                    out.new += created
+        except sqlite3.OperationalError as exc:
+            if is_full(exc):  # rolled back: the log is as it was
+                raise disk_full(self.path, exc) from None
+            if is_readonly(exc):
+                raise read_only(Home(self.path.parent), self.path.name, exc) from None
+            raise
         return out
 
     def _append_one(self, new: NewEvent, recorded_at: str, versions: dict[str, int],
@@ -353,13 +469,16 @@ class EventLog:
         (seq, id_, stream, version, type_name, schema_version, occurred, recorded, payload,
          meta) = row
         payload = json.loads(payload) if isinstance(payload, str) else payload
-        if self.registry.knows(type_name):
-            schema_version, payload = self.registry.upcast(type_name, schema_version, payload)
+        schema_version, payload, problem = self.registry.problem(type_name, schema_version,
+                                                                 payload)
+        meta = json.loads(meta) if isinstance(meta, str) else meta
+        if not isinstance(meta, dict):
+            problem = problem or f"the meta is a JSON {type(meta).__name__}, not an object"
+            meta = {"raw": meta}
         return RecordedEvent(
             seq=seq, id=id_, stream=stream, stream_version=version, type=type_name,
             schema_version=schema_version, occurred_at=occurred, recorded_at=recorded,
-            payload=payload, meta=json.loads(meta) if isinstance(meta, str) else meta,
-            registry=self.registry,
+            payload=payload, meta=meta, registry=self.registry, problem=problem,
         )
 
 

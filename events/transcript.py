@@ -18,7 +18,7 @@ from . import clock
 from .errors import ImportFailed
 from .ids import new_ulid
 from .jsonl import decode_lines
-from .log import EventLog, NewEvent
+from .log import EventLog, NewEvent, RecordedEvent
 from .types import AssistantTurn, SessionEnded, SessionStarted, UserTurn
 
 FIELDS = ("session", "at", "role", "name", "text", "ref")
@@ -150,9 +150,22 @@ def import_file(log: EventLog, path: Path) -> ImportResult:
     )
 
 
-def export_lines(log: EventLog) -> Iterator[str]:
-    """Every turn in the log, in log order, as transcript lines (times in UTC)."""
+def export_lines(log: EventLog, unreadable: list[RecordedEvent] | None = None) -> Iterator[str]:
+    """Every turn in the log, in log order, as transcript lines (times in UTC).
+
+    A row this code cannot read (``RecordedEvent.problem``) of a turn type or of a type it
+    does not know (a newer diarist's turn, maybe) is written as it is stored, marked —
+    ``{"unreadable": {the row}, "problem": "why"}`` — so nothing is left out silently (an
+    import of the file refuses that line); each is also appended to ``unreadable``."""
     for event in log.iter_all():
+        if event.problem:
+            if event.type in ROLES_BY_TYPE or not log.registry.knows(event.type):
+                if unreadable is not None:
+                    unreadable.append(event)
+                row = event.to_json()
+                yield json.dumps({"unreadable": row, "problem": row.pop("problem")},
+                                 ensure_ascii=False)
+            continue
         if event.type not in ROLES_BY_TYPE:
             continue
         payload = event.payload

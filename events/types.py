@@ -7,6 +7,8 @@ run the chain (v1 → v2 → …) before building the dataclass.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -15,6 +17,7 @@ from .errors import UnknownEventType
 
 Payload = dict[str, Any]
 Upcaster = Callable[[Payload], Payload]
+Check = Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Registry:
     def __init__(self) -> None:
         self._types: dict[str, type[Event]] = {}
         self._upcasters: dict[tuple[str, int], Upcaster] = {}
+        self._shapes: dict[str, _Shape] = {}
 
     def register(self, cls: type[Event]) -> type[Event]:
         self._types[cls.type_name()] = cls
@@ -78,6 +82,103 @@ class Registry:
     def decode(self, type_name: str, version: int, payload: Payload) -> Event:
         _, payload = self.upcast(type_name, version, payload)
         return self.cls(type_name)(**payload)
+
+    def problem(self, type_name: str, version: int, payload: Any) -> tuple[int, Any, str | None]:
+        """Read a stored row's payload as this code knows its type: ``(schema_version,
+        payload, problem)`` — upcast when it can be, and ``problem`` saying why it cannot be
+        read (an unknown type, a newer schema, a payload that does not fit the type), or
+        None. Never raises: one bad row must not stop the reading of the others."""
+        if type_name not in self._types:
+            return version, payload, (f"unknown event type {type_name!r}: this diarist knows "
+                                      f"{len(self._types)} types")
+        if not isinstance(payload, dict):
+            kind = type(payload).__name__
+            return version, payload, f"the payload is a JSON {kind}, not an object"
+        try:
+            upcast_version, upcast_payload = self.upcast(type_name, version, payload)
+        except UnknownEventType as exc:
+            return version, payload, str(exc)
+        except Exception as exc:  # an upcaster choking on a malformed old payload
+            return version, payload, f"upcasting {type_name} v{version} failed: {exc!r}"
+        shape = self._shapes.get(type_name)
+        if shape is None:
+            shape = self._shapes[type_name] = _Shape(self._types[type_name])
+        return upcast_version, upcast_payload, shape.problem(upcast_payload)
+
+
+class _Shape:
+    """What a payload of one event type must look like: its dataclass's fields, required
+    (no default) or not, each with a check of its JSON type (elements of lists and values
+    of dicts included, one level deep)."""
+
+    def __init__(self, cls: type[Event]) -> None:
+        hints = typing.get_type_hints(cls)
+        self.name = cls.type_name()
+        self.fields: dict[str, tuple[bool, Check, str]] = {}
+        for f in dataclasses.fields(cls):
+            required = (f.default is dataclasses.MISSING
+                        and f.default_factory is dataclasses.MISSING)
+            self.fields[f.name] = (required, _check(hints[f.name]), _describe(hints[f.name]))
+
+    def problem(self, payload: Payload) -> str | None:
+        unknown = sorted(set(payload) - set(self.fields))
+        if unknown:
+            return f"the payload has fields {self.name} does not have: {', '.join(unknown)}"
+        for name, (required, check, wanted) in self.fields.items():
+            if name not in payload:
+                if required:
+                    return f"the payload lacks {self.name}.{name}"
+            elif not check(payload[name]):
+                return (f"{self.name}.{name} should be {wanted}, "
+                        f"not {json_type(payload[name])}")
+        return None
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"[:40]
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _describe(hint: Any) -> str:
+    if typing.get_origin(hint) is None and hasattr(hint, "__name__"):
+        return str(hint.__name__)
+    return str(hint).replace("typing.", "")
+
+
+_SCALARS: dict[Any, Check] = {
+    str: lambda v: isinstance(v, str),
+    bool: lambda v: isinstance(v, bool),
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    Any: lambda v: True,
+    type(None): lambda v: v is None,
+}
+
+
+def _check(hint: Any) -> Check:
+    """A JSON type check for a field's annotation (the catalog uses scalars, ``X | None``,
+    ``list[X]`` and ``dict[str, X]``)."""
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        options = [_check(a) for a in args]
+        return lambda v: any(c(v) for c in options)
+    if origin is list:
+        item = _check(args[0]) if args else _SCALARS[Any]
+        return lambda v: isinstance(v, list) and all(item(x) for x in v)
+    if origin is dict:
+        value = _check(args[1]) if args else _SCALARS[Any]
+        return lambda v: (isinstance(v, dict) and all(isinstance(k, str) for k in v)
+                          and all(value(x) for x in v.values()))
+    raise TypeError(f"no JSON check for the annotation {hint!r}")
 
 
 registry = Registry()

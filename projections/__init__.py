@@ -21,8 +21,12 @@ def all_projectors() -> list[Projector]:
             SearchProjector(), VectorsProjector(), StatsProjector(), MiningProjector()]
 
 
-def open_store(home: Home, log: EventLog | None = None) -> ProjectionStore:
-    return ProjectionStore(home, log or EventLog(home.events_db), all_projectors())
+def open_store(home: Home, log: EventLog | None = None, *,
+               readonly: bool = False) -> ProjectionStore:
+    """The home's projections over ``log`` (opened here when not given); ``readonly``
+    writes nothing (a read-only home)."""
+    return ProjectionStore(home, log or EventLog(home.events_db, readonly=readonly),
+                           all_projectors(), readonly=readonly)
 
 
 __all__ = ["JournalProjector", "LongTermProjector", "MemoriesProjector", "ProjectionStatus",

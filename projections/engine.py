@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from events import EventLog, Home, RecordedEvent
-from events.db import write_transaction
-from events.errors import NotFound
+from events.db import is_corrupt, write_transaction
+from events.errors import NotFound, UnreadableEvent
+from events.health import check_database, damaged, explain, read_only, writable
 from events.log import connect
 
 DEFAULT_BATCH = 1000
@@ -70,6 +71,10 @@ class Projector(ABC):
         """The file's content from the projection's rows (None: the file should not exist)."""
         return None
 
+    def expected_files(self, db: sqlite3.Connection) -> Iterable[str]:
+        """Every file the rows say should exist (for noticing files deleted by hand)."""
+        return ()
+
 
 def fsync_file(path: Path) -> None:
     """Flush a file's data to disk."""
@@ -91,6 +96,39 @@ def write_file(path: Path, content: str | None) -> None:
     os.replace(tmp, path)
 
 
+# What a projector raises on a payload it cannot use (a malformed event slipped past the
+# type check, text SQLite cannot store, a duplicate key): reported with the event's name.
+APPLY_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError,
+                RecursionError, sqlite3.IntegrityError)
+
+
+class _ApplyFailed(Exception):
+    def __init__(self, index: int, error: UnreadableEvent) -> None:
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
+def unreadable(event: RecordedEvent, problem: str) -> UnreadableEvent:
+    """The error that stops projecting at ``event``: what it is, why, and where things
+    stand (``seq`` is kept on the error)."""
+    return UnreadableEvent(
+        f"{event.label()} cannot be projected: {problem}. Projecting stops before it: the "
+        f"projections stay at seq {event.seq - 1} until it is resolved (nothing is skipped).",
+        hint=(f"If a newer diarist wrote it, upgrade diarist. If the event is damaged, remove "
+              f"its content with `diarist redact {event.id}`, or report it. `diarist events "
+              f"show {event.seq}` shows the raw row."),
+        seq=event.seq)
+
+
+def _readable(events: list[RecordedEvent]) -> tuple[list[RecordedEvent],
+                                                    UnreadableEvent | None]:
+    """The events before the first one this code cannot read, and the error for it."""
+    for index, event in enumerate(events):
+        if event.problem:
+            return events[:index], unreadable(event, event.problem)
+    return events, None
+
+
 def mark_dirty(db: sqlite3.Connection, projector: Projector, name: str) -> None:
     db.execute("INSERT OR IGNORE INTO projection_dirty (name, file) VALUES (?, ?)",
                (projector.name, name))
@@ -109,15 +147,51 @@ class ProjectionStatus:
 
 
 class ProjectionStore:
-    """``projections.db`` of a home and the projectors that write to it."""
+    """``projections.db`` of a home and the projectors that write to it.
 
-    def __init__(self, home: Home, log: EventLog, projectors: Sequence[Projector]) -> None:
-        self.home = home.ensure()
+    ``path``: another database file (a replay builds into a fresh one, then swaps it in).
+    ``readonly``: open without writing anything (a read-only home); a missing file reads as
+    empty projections. ``defer_files``: never write the memory folder, keep the dirty marks
+    instead (the fresh database of a replay: whoever installs it writes the files).
+    """
+
+    def __init__(self, home: Home, log: EventLog, projectors: Sequence[Projector], *,
+                 path: Path | None = None, readonly: bool = False,
+                 defer_files: bool = False) -> None:
+        self.home = home if readonly else home.ensure()
         self.log = log
         self.projectors = {p.name: p for p in projectors}
-        # Projections are rebuildable from the log, so NORMAL (durable against a process
-        # crash, not necessarily against power loss) is enough here.
-        self.db = connect(home.projections_db, synchronous="NORMAL")
+        self.path = path or home.projections_db
+        self.readonly = readonly
+        self.defer_files = defer_files or readonly
+        self.files_dir = home.memory_dir
+        try:
+            if readonly:
+                self.db = self._open_readonly()
+                return
+            if not writable(home, [self.path]):
+                raise read_only(home, self.path.name)
+            # Projections are rebuildable from the log, so NORMAL (durable against a process
+            # crash, not necessarily against power loss) is enough here.
+            self.db = connect(self.path, synchronous="NORMAL")
+            self._create_state_tables()
+            # Forgetting must leave no copy behind in free pages.
+            self.db.execute("PRAGMA secure_delete=ON")
+        except sqlite3.DatabaseError as exc:
+            if is_corrupt(exc):
+                raise damaged(home, self.path,
+                              check_database(self.path) or f"damaged ({exc})") from None
+            raise explain(exc, home) or exc from None
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """The file read-only, or (none yet) an empty database in memory: no projections."""
+        if self.path.exists():
+            return connect(self.path, readonly=True)
+        self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._create_state_tables()
+        return self.db
+
+    def _create_state_tables(self) -> None:
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS projection_state ("
             " name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"
@@ -126,9 +200,6 @@ class ProjectionStore:
             "CREATE TABLE IF NOT EXISTS projection_dirty ("
             " name TEXT NOT NULL, file TEXT NOT NULL, PRIMARY KEY (name, file))"
         )
-        # Forgetting must leave no copy behind in free pages.
-        self.db.execute("PRAGMA secure_delete=ON")
-        self.files_dir = home.memory_dir
 
     def close(self) -> None:
         self.db.close()
@@ -196,7 +267,10 @@ class ProjectionStore:
         return sorted(name for name in names if projector.owns_file(name))
 
     def materialize(self, projector: Projector) -> int:
-        """Write every dirty file of ``projector`` from its rows; returns how many."""
+        """Write every dirty file of ``projector`` from its rows; returns how many (0 with
+        ``defer_files``: the marks stay)."""
+        if self.defer_files:
+            return 0
         names = [row[0] for row in self.db.execute(
             "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file", (projector.name,))]
         for name in names:
@@ -213,33 +287,73 @@ class ProjectionStore:
     def catch_up(self, name: str, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
                  progress: Progress | None = None) -> int:
         """Apply every event after the stored position (up to ``upto``); returns how many
-        events the position moved over."""
+        events the position moved over.
+
+        An event this code cannot read (``RecordedEvent.problem``) or that the projector
+        fails on stops the catch-up just before it — everything before it is applied, it and
+        what follows are not — with :class:`UnreadableEvent` naming it: never skipped."""
         projector = self.projector(name)
         self.materialize(projector)  # files a crashed run left dirty
         moved = 0
         while True:
-            with write_transaction(self.db):
-                position = self._prepare(projector)
-                events = self.log.read(position, batch_size, upto=upto)
-                for event in events:
-                    if event.type in projector.handles:
-                        projector.apply(self.db, event)
-                if events:
-                    self.db.execute(
-                        "UPDATE projection_state SET position = ? WHERE name = ?",
-                        (events[-1].seq, projector.name),
-                    )
+            events, stop = self._batch(projector, upto, batch_size)
             self.materialize(projector)
+            moved += len(events)
+            if events and progress:
+                progress(len(events))
+            if stop is not None:
+                raise stop
             if not events:
                 return moved
-            moved += len(events)
-            if progress:
-                progress(len(events))
+
+    def _batch(self, projector: Projector, upto: int | None,
+               limit: int) -> tuple[list[RecordedEvent], UnreadableEvent | None]:
+        """One transaction: apply the next ``limit`` events and store the new position.
+        Returns the events applied, and why it stopped early (or None)."""
+        failure: UnreadableEvent | None = None
+        while True:
+            try:
+                with write_transaction(self.db):
+                    position = self._prepare(projector)
+                    events = self.log.read(position, limit, upto=upto)
+                    events, stop = _readable(events)
+                    for index, event in enumerate(events):
+                        if event.type in projector.handles:
+                            self._apply(projector, event, index)
+                    if events:
+                        self.db.execute(
+                            "UPDATE projection_state SET position = ? WHERE name = ?",
+                            (events[-1].seq, projector.name),
+                        )
+                return events, failure or stop
+            except _ApplyFailed as failed:
+                # The transaction is rolled back: apply what came before the failing event
+                # (in a new one), then report it.
+                failure, limit = failed.error, failed.index
+
+    def _apply(self, projector: Projector, event: RecordedEvent, index: int) -> None:
+        try:
+            projector.apply(self.db, event)
+        except APPLY_ERRORS as exc:
+            raise _ApplyFailed(index, unreadable(
+                event, f"the {projector.name} projection cannot apply it "
+                       f"({type(exc).__name__}: {exc})")) from exc
 
     def catch_up_all(self, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
                      progress: Progress | None = None) -> dict[str, int]:
-        return {name: self.catch_up(name, upto=upto, batch_size=batch_size, progress=progress)
-                for name in self.projectors}
+        """Catch every projection up. One that stops at an event it cannot apply does not
+        keep the others from catching up to theirs; the earliest such event is raised."""
+        moved: dict[str, int] = {}
+        stopped: list[UnreadableEvent] = []
+        for name in self.projectors:
+            try:
+                moved[name] = self.catch_up(name, upto=upto, batch_size=batch_size,
+                                            progress=progress)
+            except UnreadableEvent as exc:
+                stopped.append(exc)
+        if stopped:
+            raise min(stopped, key=lambda exc: exc.seq)
+        return moved
 
     def reset(self, name: str) -> None:
         """Drop a projection's output and set its position to 0, in one transaction."""
@@ -252,6 +366,27 @@ class ProjectionStore:
                 progress: Progress | None = None) -> int:
         self.reset(name)
         return self.catch_up(name, upto=upto, batch_size=batch_size, progress=progress)
+
+    def file_drift(self, name: str) -> list[tuple[str, str]]:
+        """Files of the projection that are not what its rows say — edited, deleted or put
+        there by hand — as ``(file, "edited" | "missing" | "not from the log")``. Files
+        waiting to be written (dirty) are not counted: the next catch-up writes them."""
+        projector = self.projector(name)
+        if self._state(name) is None:
+            return []
+        dirty = {row[0] for row in self.db.execute(
+            "SELECT file FROM projection_dirty WHERE name = ?", (name,))}
+        names = set(projector.expected_files(self.db)) | set(self._owned_files(projector))
+        drift = []
+        for file in sorted(names - dirty):
+            want = projector.file_content(self.db, file)
+            path = self.files_dir / file
+            have = path.read_bytes() if path.is_file() else None
+            if have == (want.encode("utf-8") if want is not None else None):
+                continue
+            drift.append((file, "missing" if have is None else
+                          "not from the log" if want is None else "edited"))
+        return drift
 
     def digest(self, name: str) -> str:
         """sha256 over the projection's canonical content (positions excluded)."""

@@ -91,6 +91,10 @@ class JournalProjector(Projector):
     def owns_file(self, name: str) -> bool:
         return bool(FILE_NAME.match(name) or ARCHIVED_NAME.match(name))
 
+    def expected_files(self, db: sqlite3.Connection) -> Iterable[str]:
+        return [f"{ARCHIVE}/{date}.md" if archived else f"{date}.md"
+                for date, _n, archived in journal_days(db)]
+
     def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
         date = name[-13:-3]
         if file_name(db, date) != name:

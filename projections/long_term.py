@@ -134,6 +134,9 @@ class LongTermProjector(Projector):
     def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
         return read_long_term(db) or None
 
+    def expected_files(self, db: sqlite3.Connection) -> Iterable[str]:
+        return [FILE] if read_long_term(db) else []
+
 
 def read_long_term(db: sqlite3.Connection) -> str:
     try:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from events.db import connect_readonly
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -58,6 +61,32 @@ def create_cache(db: sqlite3.Connection) -> None:
                " generation INTEGER NOT NULL)")
     db.execute("CREATE TABLE IF NOT EXISTS vector_slots ("
                " slot INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, content_hash TEXT NOT NULL)")
+
+
+def salvage_cache(broken: Path, db: sqlite3.Connection) -> int:
+    """Copy the cached vectors that can still be read from a damaged projections database
+    into ``db`` (a new one), so a replay does not have to embed them again; returns how many.
+    Rows in damaged pages are lost: the next embedding run recomputes them."""
+    create_cache(db)
+    copied = 0
+    try:
+        source = connect_readonly(broken)
+    except sqlite3.DatabaseError:
+        return 0
+    try:
+        cursor = source.execute("SELECT content_hash, model, vector FROM embeddings")
+        while True:
+            rows = cursor.fetchmany(1000)
+            if not rows:
+                break
+            db.executemany("INSERT OR IGNORE INTO embeddings (content_hash, model, vector)"
+                           " VALUES (?, ?, ?)", rows)
+            copied += len(rows)
+    except sqlite3.DatabaseError:
+        pass  # what was read before the damaged page is kept
+    finally:
+        source.close()
+    return copied
 
 
 def bump(db: sqlite3.Connection) -> None:

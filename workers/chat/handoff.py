@@ -36,6 +36,7 @@ from ..mining.extract import miner_spec
 from ..mining.mine import mine
 from ..pass_lock import PassRunning
 from ..presence import worker_present
+from ..sync.catch_up import catch_up_after_append
 from .background_journal import BackgroundJournal
 
 
@@ -55,13 +56,22 @@ class AfterReply:
         self.home, self.session, self.store, self.shadow = home, session, store, shadow
         self.echo = echo  # where the user sees what happened (the terminal's stderr)
         self.journal: BackgroundJournal | None = None
+        self.warned: set[str] = set()  # catch-up warnings already shown (each once)
+
+    def catch_up(self) -> None:
+        """Catch memory up in this process; a failure is shown once, never fatal (the turns
+        are in the log)."""
+        warning = catch_up_after_append(self.store)
+        if warning and warning not in self.warned:
+            self.warned.add(warning)
+            self.echo(f"(warning: {warning})")
 
     def reply_done(self, reply: Any) -> None:
         """After a reply is shown: catch up (or queue it), then the shadow journal."""
         present = worker_present(self.home)
         if not (present and after_append(self.home)):
             present = False  # no worker, or its queue is unreachable: do it here
-            self.store.catch_up_all()  # the next turn recalls what was said
+            self.catch_up()  # the next turn recalls what was said
         if not self.shadow or reply.interrupted or self.session.last_turn is None:
             return
         if present and self._enqueue_journal():
@@ -90,7 +100,7 @@ class AfterReply:
                 self.echo("(shadow journal skipped; the turns are in the log)")
             self.report()
         if not worker_present(self.home):
-            self.store.catch_up_all()
+            self.catch_up()
         after_append(self.home)
         self._mine_session()
 

@@ -20,6 +20,8 @@ from projections.journal import render_day
 from projections.recall import recall
 from projections.semantic import semantic_searcher
 
+from ..sync.catch_up import catch_up_after_append
+
 SEARCH_BUDGET = 400       # tokens of recall a search may return
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
@@ -184,7 +186,7 @@ def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: Pro
                 raise _BadArguments(f"'content' is longer than {MAX_REMEMBER_CHARS} characters")
             log.append(Remembered(text=content, type="user_preference", source="agent",
                                   session=session_id), stream=streams.MEMORY)
-            store.catch_up_all()
+            catch_up_after_append(store)  # the note is in the log either way: not an error
             return "remembered"
         if name == "memory_search":
             query = _text_arg(arguments, "query")

@@ -1,22 +1,33 @@
 """``diarist remember``: a note appended as ``Remembered`` and projected at once."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from events import DiaristError, EventLog, Home, RecordedEvent, streams
 from events.types import Remembered
 from projections import open_store
 
 from ..dispatch import after_append
+from ..sync.catch_up import catch_up_after_append
 
 
-def catch_up_now(home: Home, log: EventLog) -> None:
+def catch_up_now(home: Home, log: EventLog) -> str | None:
     """Project what was just appended in this process (no embedding), so the next read sees
-    it even with no worker running; a worker (if any) gets the rest."""
+    it even with no worker running; a worker (if any) gets the rest. Returns a warning when
+    the projections could not be caught up (the append stands)."""
     with open_store(home, log) as store:
-        store.catch_up_all()
+        warning = catch_up_after_append(store)
     after_append(home)
+    return warning
 
 
-def remember(home: Home, text: str, type_: str = "user_preference") -> RecordedEvent:
+@dataclass(frozen=True)
+class Remembering:
+    event: RecordedEvent
+    warning: str | None  # the note is in the log, but memory could not be brought up to date
+
+
+def remember(home: Home, text: str, type_: str = "user_preference") -> Remembering:
     """Remember ``text`` (a typed memory and a line in today's journal)."""
     if not text.strip():
         raise DiaristError("nothing to remember: TEXT is empty",
@@ -24,5 +35,5 @@ def remember(home: Home, text: str, type_: str = "user_preference") -> RecordedE
     with EventLog(home.events_db) as log:
         event = log.append(Remembered(text=text.strip(), type=type_, source="user"),
                            stream=streams.MEMORY)
-        catch_up_now(home, log)
-    return event
+        warning = catch_up_now(home, log)
+    return Remembering(event, warning)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from events import EventLog, Home
+from events import DiaristError, EventLog, Home
 from events.logger import get_logger
 from projections import ProjectionStore, open_store
 from projections.embedding import ModelUnavailable, load_embedder
@@ -66,6 +66,20 @@ def _embed(home: Home, store: ProjectionStore, progress: ProgressFactory) -> tup
     embedder = load_embedder(home, active)
     with progress(pending, "Embedding") as step:
         return embed_pending(store, embedder, progress=step), active.model
+
+
+def catch_up_after_append(store: ProjectionStore) -> str | None:
+    """After an append that is already safe in the log, catch every projection up as far as
+    it goes. A failure — an event that cannot be projected, a full disk, a damaged
+    projections.db — comes back as a warning to show, not an error: the append stands (a
+    user who retried would add it twice), only memory is not up to date yet."""
+    try:
+        store.catch_up_all()
+    except DiaristError as exc:
+        get_logger("diarist.sync").info("catch_up.failed", error=str(exc))
+        hint = f" ({exc.hint})" if exc.hint else ""
+        return f"saved in the log, but memory is not up to date: {exc}{hint}"
+    return None
 
 
 def catch_up_one(home: Home, name: str) -> int:

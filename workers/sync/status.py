@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from events import EventLog, Home
-from events.config import load_config
-from projections import open_store
+from events.config import Config, load_config
+from events.health import MISSING, check_database, damaged, writable
+from projections import ProjectionStore, open_store
 from projections.memories import memory_counts
 from projections.mining import mining_totals
 from projections.stats import budget_line, budget_summary
@@ -17,13 +18,44 @@ from ..presence import last_worker_pid, worker_present
 
 
 def status_lines(home: Home) -> list[str]:
+    """What ``diarist status`` prints. It never fails on a damaged or read-only home: it
+    checks the log and the projections database (``PRAGMA quick_check``), says which one is
+    broken or stale and what to run, and shows the rest."""
     config = load_config(home)
-    lines = [f"home: {home.root}"]
-    with EventLog(home.events_db) as log, open_store(home, log) as store:
-        size = sum(p.stat().st_size for p in home.root.glob("events.db*") if p.is_file())
-        lines.append(f"log: {log.count()} events, head {log.head()}, {size / 1e6:.1f} MB")
+    readonly = not writable(home)
+    lines = [f"home: {home.root}" + (" (read-only: reading works, nothing can be written)"
+                                     if readonly else "")]
+    log_problem = check_database(home.events_db)
+    if log_problem not in (None, MISSING):
+        error = damaged(home, home.events_db, str(log_problem))
+        lines.append(f"log: DAMAGED — {error} ({error.hint})")
+    else:
+        with EventLog.reader(home) if log_problem is None else EventLog(home.events_db) as log:
+            lines += store_lines(home, log, config, readonly)
+    lines.append("queue: not read (the home is read-only)" if readonly
+                 else f"queue: {queue_line(home)}")
+    lines.append(f"worker: {worker_line(home)}")
+    lines.append("disk: " + ", ".join(
+        f"{name} {human(size)}" + (f" ({files} files)" if name.endswith("journals") else "")
+        for name, size, files in disk_usage(home)))
+    return lines
+
+
+def store_lines(home: Home, log: EventLog, config: Config, readonly: bool) -> list[str]:
+    size = sum(p.stat().st_size for p in home.root.glob("events.db*") if p.is_file())
+    lines = [f"log: {log.count()} events, head {log.head()}, {size / 1e6:.1f} MB, "
+             "quick_check ok"]
+    problem = check_database(home.projections_db)
+    if problem not in (None, MISSING):
+        error = damaged(home, home.projections_db, str(problem))
+        return [*lines, f"projections: DAMAGED — {error} ({error.hint})"]
+    if problem == MISSING:
+        lines.append(f"projections: {home.projections_db.name} is missing: run `diarist "
+                     "replay` to build it from the log")
+    with open_store(home, log, readonly=readonly or problem == MISSING) as store:
         lines += [f"projection {s.name}: position {s.position}, lag {s.lag}"
                   for s in store.status()]
+        lines += health_lines(store, readonly)
         lines.append(budget_line(budget_summary(store.db, config.memory.budget_pct),
                                  config.memory.budget_pct))
         active = active_model(store)
@@ -33,11 +65,36 @@ def status_lines(home: Home) -> list[str]:
         else:
             lines.append(f"embeddings: {active.model}, {pending_count(store)} items waiting")
         lines += mining_lines(store)
-    lines.append(f"queue: {queue_line(home)}")
-    lines.append(f"worker: {worker_line(home)}")
-    lines.append("disk: " + ", ".join(
-        f"{name} {human(size)}" + (f" ({files} files)" if name.endswith("journals") else "")
-        for name, size, files in disk_usage(home)))
+    return lines
+
+
+def health_lines(store: ProjectionStore, readonly: bool) -> list[str]:
+    """What keeps the projections from being what the log says, and what to run: lag, an
+    event they cannot get past, an old projection version, files changed by hand."""
+    lines = []
+    statuses = store.status()
+    for position in sorted({s.position for s in statuses if s.lag}):
+        for event in store.log.read(position, 1):
+            if event.problem:
+                lines.append(f"stuck: {event.label()} cannot be projected: {event.problem} "
+                             f"(see `diarist events show {event.seq}`; upgrade diarist, or "
+                             f"`diarist redact {event.id}` if it is damaged)")
+    behind = max((s.lag for s in statuses), default=0)
+    if behind and not lines:
+        lines.append(f"stale: the projections are up to {behind} events behind the log: "
+                     + ("the home is read-only, so they cannot be caught up here" if readonly
+                        else "run `diarist sync` (or start `diarist worker`)"))
+    for s in statuses:
+        code = store.projectors[s.name].version
+        if s.position and s.version != code:
+            lines.append(f"projection {s.name} was built as version {s.version}, this diarist "
+                         f"writes {code}: the next `diarist sync` rebuilds it")
+    drift = [(file, what) for name in store.projectors for file, what in store.file_drift(name)]
+    if drift:
+        shown = ", ".join(f"{file} {what}" for file, what in drift[:5])
+        more = f" and {len(drift) - 5} more" if len(drift) > 5 else ""
+        lines.append(f"files: {shown}{more} — not what the log says; `diarist replay` "
+                     "rewrites them")
     return lines
 
 
