@@ -47,6 +47,11 @@ def is_readonly(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc)
 
 
+def is_io_error(exc: BaseException) -> bool:
+    """SQLite's "disk I/O error": a damaged file — or a full disk where it needed room."""
+    return isinstance(exc, sqlite3.OperationalError) and "disk I/O error" in str(exc)
+
+
 def is_corrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite finding a damaged file (not a lock, not a full disk)."""
     text = str(exc)
@@ -55,13 +60,23 @@ def is_corrupt(exc: BaseException) -> bool:
                                     "corrupt", "unsupported file format"))
 
 
+def _wal_frames(path: Path) -> bool:
+    """Whether a ``-wal`` file beside ``path`` may hold commits (more than its 32-byte
+    header); if not, the main file holds everything."""
+    try:
+        return Path(f"{path}-wal").stat().st_size > 32
+    except FileNotFoundError:
+        return False
+
+
 def connect_readonly(path: Path | str, *, timeout: float = 60.0) -> sqlite3.Connection:
     """A read-only connection that writes nothing at all, even on a read-only file system.
 
     ``mode=ro`` first. In WAL mode SQLite needs the ``-shm`` file, which it cannot create in a
-    read-only folder; when neither it nor a ``-wal`` file exists, everything is in the main
-    file, so ``immutable=1`` (no locks, no WAL) reads exactly what is there. (With a ``-wal``
-    left behind ``mode=ro`` works, and reads it.)"""
+    read-only folder (or grow on a full disk); when there is no ``-wal`` file with commits
+    in it either, everything is in the main file, so ``immutable=1`` (no locks, no WAL)
+    reads exactly what is there. (With a ``-wal`` and ``-shm`` left behind ``mode=ro``
+    works, and reads them.)"""
     path = Path(path)
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
@@ -69,7 +84,8 @@ def connect_readonly(path: Path | str, *, timeout: float = 60.0) -> sqlite3.Conn
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         return db
     except sqlite3.OperationalError as exc:
-        if "unable to open" not in str(exc) or Path(f"{path}-wal").exists():
+        cannot_make_shm = "unable to open" in str(exc) or is_io_error(exc)
+        if not cannot_make_shm or _wal_frames(path):
             raise
     db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None,
                          check_same_thread=False)

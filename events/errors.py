@@ -49,7 +49,7 @@ class ReadOnlyHome(DiaristError):
 class DiskFull(DiaristError):
     """The disk under the home is full: the write was rolled back, nothing was written."""
 
-    hint = "Free some space on that disk and retry; nothing was written."
+    hint = "See what fills it with `df -h` and `du -sh` on the home's disk; then run it again."
 
 
 class DamagedDatabase(DiaristError):

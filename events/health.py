@@ -10,12 +10,13 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .db import connect_readonly, is_corrupt, is_full, is_readonly
+from .db import connect_readonly, is_full, is_io_error, is_readonly
 from .errors import DamagedDatabase, DiaristError, DiskFull, ReadOnlyHome
 from .home import Home
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 MISSING = "missing"
+FULL_BELOW = 256 * 1024  # bytes free under which a disk I/O error is a full disk
 
 
 def check_database(path: Path, *, full: bool = False) -> str | None:
@@ -33,6 +34,8 @@ def check_database(path: Path, *, full: bool = False) -> str | None:
         return f"unreadable ({exc.strerror})"
     if head and head != SQLITE_HEADER:
         return "not an SQLite database (its first bytes are wrong)"
+    if out_of_space(path):  # nothing can be checked for sure (SQLite needs room to read WAL)
+        return None
     pragma = "integrity_check" if full else "quick_check"
     try:
         db = connect_readonly(path)
@@ -46,6 +49,19 @@ def check_database(path: Path, *, full: bool = False) -> str | None:
     if problems:
         return "damaged (" + "; ".join(problems)[:300] + ")"
     return None
+
+
+def out_of_space(path: Path) -> bool:
+    """Whether the disk under ``path`` (or its nearest existing parent) has (almost) no room
+    left: SQLite reports a full disk as a "disk I/O error" when it cannot grow its ``-shm``
+    file, which must not be taken for a damaged database."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < FULL_BELOW
 
 
 def writable(home: Home, files: list[Path] | None = None) -> bool:
@@ -94,12 +110,12 @@ def damaged(home: Home, path: Path, problem: str) -> DamagedDatabase:
 def explain(exc: BaseException, home: Home) -> DiaristError | None:
     """The clear error for an unexpected storage failure: a full disk, a read-only home, or
     a damaged database (found by checking the home's databases: which one is it?)."""
-    if is_full(exc):
+    if is_full(exc) or (is_io_error(exc) and out_of_space(home.root)):
         return disk_full(home.root, exc)
     if is_readonly(exc):
         return read_only(home, "to it", exc)
-    if not is_corrupt(exc):
-        return None
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):
+        return None  # any other SQLite error may come from a damaged page: look
     for path in (home.events_db, home.projections_db, home.queue_db):
         problem = check_database(path)
         if problem and problem != MISSING:

@@ -27,12 +27,21 @@ from .db import (
     connect_readonly,
     is_corrupt,
     is_full,
+    is_io_error,
     is_readonly,
     online_backup,
     write_transaction,
 )
 from .errors import ConcurrencyError, NotFound, UnreadableEvent
-from .health import check_database, damaged, disk_full, explain, read_only, writable
+from .health import (
+    check_database,
+    damaged,
+    disk_full,
+    explain,
+    out_of_space,
+    read_only,
+    writable,
+)
 from .home import Home
 from .ids import new_ulid
 from .migrations import Migrations
@@ -285,6 +294,8 @@ class EventLog:
 
     def _explained(self, exc: sqlite3.DatabaseError) -> Exception:
         home = Home(self.path.parent)
+        if is_io_error(exc) and out_of_space(self.path):
+            return disk_full(self.path, exc)
         if is_corrupt(exc):
             return damaged(home, self.path, check_database(self.path) or f"damaged ({exc})")
         return explain(exc, home) or exc

@@ -402,6 +402,8 @@ class ProjectionStore:
                 hasher.update((self.files_dir / file).read_bytes())
         return hasher.hexdigest()
 
-    def check(self, name: str) -> None:
+    def check(self, name: str, db: sqlite3.Connection | None = None) -> None:
+        """Run the projection's consistency check (on ``db``, a copy of this database, when
+        given: a read-only connection cannot run FTS5's integrity-check)."""
         if self._state(name) is not None:
-            self.projector(name).check(self.db)
+            self.projector(name).check(db or self.db)

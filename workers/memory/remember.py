@@ -8,15 +8,18 @@ from events.types import Remembered
 from projections import open_store
 
 from ..dispatch import after_append
-from ..sync.catch_up import catch_up_after_append
+from ..sync.catch_up import catch_up_after_append, not_up_to_date
 
 
 def catch_up_now(home: Home, log: EventLog) -> str | None:
     """Project what was just appended in this process (no embedding), so the next read sees
     it even with no worker running; a worker (if any) gets the rest. Returns a warning when
     the projections could not be caught up (the append stands)."""
-    with open_store(home, log) as store:
-        warning = catch_up_after_append(store)
+    try:
+        with open_store(home, log) as store:
+            warning = catch_up_after_append(store)
+    except Exception as exc:  # a damaged or unwritable projections.db: the note stands
+        warning = not_up_to_date(exc, home)
     after_append(home)
     return warning
 

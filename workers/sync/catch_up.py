@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import DiaristError, EventLog, Home
+from events.health import explain
 from events.logger import get_logger
 from projections import ProjectionStore, open_store
 from projections.embedding import ModelUnavailable, load_embedder
@@ -75,11 +76,20 @@ def catch_up_after_append(store: ProjectionStore) -> str | None:
     user who retried would add it twice), only memory is not up to date yet."""
     try:
         store.catch_up_all()
-    except DiaristError as exc:
-        get_logger("diarist.sync").info("catch_up.failed", error=str(exc))
-        hint = f" ({exc.hint})" if exc.hint else ""
-        return f"saved in the log, but memory is not up to date: {exc}{hint}"
+    except Exception as exc:
+        return not_up_to_date(exc, store.home)
     return None
+
+
+def not_up_to_date(exc: Exception, home: Home) -> str:
+    """The warning for a catch-up that failed after an append (see above); re-raises what
+    is not a storage problem diarist can explain."""
+    error = exc if isinstance(exc, DiaristError) else explain(exc, home)
+    if error is None:
+        raise exc
+    get_logger("diarist.sync").info("catch_up.failed", error=str(error))
+    hint = f" ({error.hint})" if error.hint else ""
+    return f"saved in the log, but memory is not up to date: {error}{hint}"
 
 
 def catch_up_one(home: Home, name: str) -> int:

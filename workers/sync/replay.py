@@ -168,22 +168,36 @@ def _verify(live: ProjectionStore, batch_size: int) -> list[Verdict]:
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="diarist-verify-") as scratch_dir:
         scratch = open_store(Home(Path(scratch_dir)), live.log)
+        copy = _copy_for_checks(live, Path(scratch_dir) / "live-copy.db")
         try:
             for status in live.status():
-                problem = _check(live, status.name)
+                problem = _check(live, status.name, copy)
                 scratch.rebuild(status.name, upto=status.position, batch_size=batch_size)
                 verdicts.append(Verdict(status.name, status.position, live.digest(status.name),
                                         scratch.digest(status.name), problem))
         finally:
             scratch.close()
+            if copy is not None:
+                copy.close()
     return verdicts
 
 
-def _check(store: ProjectionStore, name: str) -> str | None:
+def _copy_for_checks(live: ProjectionStore, path: Path) -> sqlite3.Connection | None:
+    """On a read-only home, a copy of the live database for the consistency checks (FTS5's
+    integrity-check is an INSERT, which a read-only connection may not run); else None."""
+    if not live.readonly:
+        return None
+    copy = sqlite3.connect(path, isolation_level=None)
+    live.db.backup(copy)
+    return copy
+
+
+def _check(store: ProjectionStore, name: str,
+           copy: sqlite3.Connection | None = None) -> str | None:
     """What the projection's own consistency check found wrong (e.g. an FTS index that no
     longer matches its rows), or None."""
     try:
-        store.check(name)
+        store.check(name, copy)
     except sqlite3.DatabaseError as exc:
         return f"consistency check failed: {exc}"
     return None

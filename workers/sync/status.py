@@ -6,7 +6,7 @@ from typing import Any
 
 from events import EventLog, Home
 from events.config import Config, load_config
-from events.health import MISSING, check_database, damaged, writable
+from events.health import MISSING, check_database, damaged, out_of_space, writable
 from projections import ProjectionStore, open_store
 from projections.memories import memory_counts
 from projections.mining import mining_totals
@@ -25,13 +25,19 @@ def status_lines(home: Home) -> list[str]:
     readonly = not writable(home)
     lines = [f"home: {home.root}" + (" (read-only: reading works, nothing can be written)"
                                      if readonly else "")]
+    full = out_of_space(home.root)
+    if full:
+        lines.append("disk: FULL — (almost) no room left under the home: appends fail until "
+                     "space is freed (nothing is lost; see `df -h`)")
     log_problem = check_database(home.events_db)
     if log_problem not in (None, MISSING):
         error = damaged(home, home.events_db, str(log_problem))
         lines.append(f"log: DAMAGED — {error} ({error.hint})")
     else:
-        with EventLog.reader(home) if log_problem is None else EventLog(home.events_db) as log:
-            lines += store_lines(home, log, config, readonly)
+        reading = readonly or full  # a full disk: read without writing anything, as read-only
+        with (EventLog(home.events_db, readonly=reading) if log_problem is None
+              else EventLog(home.events_db)) as log:
+            lines += store_lines(home, log, config, reading)
     lines.append("queue: not read (the home is read-only)" if readonly
                  else f"queue: {queue_line(home)}")
     lines.append(f"worker: {worker_line(home)}")
