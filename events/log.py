@@ -44,14 +44,15 @@ from .health import (
 )
 from .home import Home
 from .ids import new_ulid
-from .migrations import Migrations
+from .logger import get_logger
+from .migrations import MigrationFailed, Migrations
 from .types import Event, Payload, Registry
 from .types import registry as default_registry
 
 BUSY_TIMEOUT_S = 60.0
 META_KEYS = ("causation_id", "correlation_id", "ref", "idempotency_key")
 
-migrations = Migrations("events")
+migrations = Migrations("events", label="the log")
 
 
 @migrations()
@@ -242,9 +243,19 @@ class EventLog:
             self._refuse_newer()
         try:
             self.db = connect(self.path)
-            migrations.apply(self.db, before=self._backup_before_migrating)
+            applied = migrations.apply(self.db, before=self._backup_before_migrating)
         except sqlite3.DatabaseError as exc:
             raise self._explained(exc) from None
+        except MigrationFailed as exc:
+            self.db.close()
+            if self.backups:
+                exc.hint = (f"A copy of the log from before the upgrade is in {self.backups[-1]}. "
+                            + MigrationFailed.hint)
+            raise
+        if applied and self.backups:
+            get_logger("diarist.log").warning(
+                "log.upgraded", schema=migrations.version, steps=",".join(applied),
+                backup=str(self.backups[-1]))
 
     @classmethod
     def reader(cls, home: Home) -> EventLog:

@@ -21,14 +21,21 @@ from pathlib import Path
 
 from . import clock
 from .db import write_transaction
-from .errors import NewerHome
+from .errors import DiaristError, NewerHome
 
 Migration = Callable[[sqlite3.Connection], None]
 
 
+class MigrationFailed(DiaristError):
+    """A migration step raised: that step was rolled back."""
+
+    hint = "Report this: the home cannot be used by this diarist until it is fixed."
+
+
 class Migrations:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, label: str = "") -> None:
         self.name = name
+        self.label = label or f"the {name} database"
         self._steps: list[tuple[str, Migration]] = []
 
     def __call__(self) -> Callable[[Migration], Migration]:
@@ -89,22 +96,30 @@ class Migrations:
         if before is not None and done > 0:
             before(done)
         applied = []
-        for name, fn in self._steps:
+        for index, (name, fn) in enumerate(self._steps):
             if name not in pending:
                 continue
-            with write_transaction(db):
-                already = db.execute(
-                    "SELECT 1 FROM _migrations WHERE migration_set = ? AND name = ?",
-                    (self.name, name),
-                ).fetchone()
-                if not already:
-                    fn(db)
-                    db.execute(
-                        "INSERT INTO _migrations (migration_set, name, applied_at)"
-                        " VALUES (?, ?, ?)",
-                        (self.name, name, clock.now_iso()),
-                    )
-                    applied.append(name)
+            try:
+                with write_transaction(db):
+                    already = db.execute(
+                        "SELECT 1 FROM _migrations WHERE migration_set = ? AND name = ?",
+                        (self.name, name),
+                    ).fetchone()
+                    if not already:
+                        fn(db)
+                        db.execute(
+                            "INSERT INTO _migrations (migration_set, name, applied_at)"
+                            " VALUES (?, ?, ?)",
+                            (self.name, name, clock.now_iso()),
+                        )
+                        applied.append(name)
+            except sqlite3.OperationalError:
+                raise  # a full disk, a lock: the caller explains those
+            except Exception as exc:
+                raise MigrationFailed(
+                    f"upgrading {self.label} to schema {index + 1} failed at {name} "
+                    f"({type(exc).__name__}: {exc}); {self.label} was not changed by it (it "
+                    f"stays at schema {index})") from exc
         self._set_version(db)
         return applied
 

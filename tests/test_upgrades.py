@@ -1,0 +1,171 @@
+"""Upgrades (issue 14): a home written by an older diarist opens, is backed up, migrates and
+replays to the same digests; one written by a newer diarist is refused and left untouched.
+
+``tests/fixtures/home-v1`` is a home as schema 1 wrote it (scripts/make_home_fixture.py):
+its log and the digests replaying it gave. It is never regenerated."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from events import EventLog, Home
+from events.log import migrations
+from projections import open_store
+
+from .conftest import REPO, run, run_cli
+from .faults import integrity, snapshot
+
+FIXTURES = REPO / "tests" / "fixtures"
+V1 = FIXTURES / "home-v1"
+
+
+def fixture_home(home: Home, source: Path = V1) -> dict:
+    """Copy a fixture's log into ``home``; returns what the fixture says about it."""
+    home.ensure()
+    shutil.copyfile(source / "events.db", home.events_db)
+    return json.loads((source / "digests.json").read_text(encoding="utf-8"))
+
+
+def table(path: Path, sql: str) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def test_the_schema_1_home_opens_and_replays_to_the_same_digests(home: Home) -> None:
+    recorded = fixture_home(home)
+    assert recorded["schema_version"] == 1
+    replayed = run("replay")
+    assert f"turns: rebuilt to {recorded['head']}" in replayed.output
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        assert log.count() == recorded["events"]
+        assert all(event.problem is None for event in log.iter_all())  # every row still reads
+        compared = 0
+        for name, then in recorded["projections"].items():
+            if store.projectors[name].version != then["version"]:
+                continue  # a projection whose output changed on purpose (version bumped)
+            assert store.digest(name) == then["digest"], name
+            compared += 1
+    assert compared >= 6  # most projections are still at the fixture's version
+    assert not list((home.root / "backups").glob("*")) if (home.root / "backups").exists() \
+        else True  # same schema: nothing to migrate, no backup
+    assert "DIFFERS" not in run("replay", "--verify").output
+
+
+def test_a_home_from_before_user_version_was_kept_opens_as_schema_1(home: Home) -> None:
+    """Homes written before the schema version was kept in the file's header have 0 there:
+    their `_migrations` table says which schema they are."""
+    fixture_home(home)
+    db = sqlite3.connect(home.events_db)
+    db.execute("PRAGMA user_version = 0")
+    db.commit()
+    db.close()
+    run("events", "-n", "1")
+    assert table(home.events_db, "PRAGMA user_version") == [(1,)]
+    assert not (home.root / "backups").exists()
+
+
+@pytest.fixture
+def version_2() -> Iterator[list[str]]:
+    """This diarist, one schema later: a migration step added (an index)."""
+    calls: list[str] = []
+
+    @migrations()
+    def m002_events_by_stream(db: sqlite3.Connection) -> None:
+        calls.append("m002")
+        db.execute("CREATE INDEX events_stream ON events (stream, seq)")
+
+    try:
+        yield calls
+    finally:
+        migrations._steps.remove(("m002_events_by_stream", m002_events_by_stream))
+
+
+def test_an_older_home_is_backed_up_then_migrated_on_first_use(home: Home,
+                                                              version_2: list[str]) -> None:
+    recorded = fixture_home(home)
+    original = (V1 / "events.db").read_bytes()
+    rows = table(V1 / "events.db", "SELECT * FROM events ORDER BY seq")
+
+    result = run("status")
+    assert "log: 80 events" in result.output
+    assert version_2 == ["m002"]
+    backups = list((home.root / "backups").glob("events-v1-*.db"))
+    assert len(backups) == 1
+    backup = backups[0]
+    # the backup is the log as it was, before the migration: schema 1, every event
+    assert integrity(backup) == "ok"
+    assert table(backup, "SELECT name FROM _migrations") == [("m001_events",)]
+    assert table(backup, "PRAGMA user_version") == [(1,)]
+    assert table(backup, "SELECT * FROM events ORDER BY seq") == rows
+    assert not Path(f"{backup}-wal").exists()  # one self-contained file
+    # the live log is migrated
+    assert table(home.events_db, "SELECT name FROM _migrations ORDER BY rowid") == [
+        ("m001_events",), ("m002_events_by_stream",)]
+    assert table(home.events_db, "PRAGMA user_version") == [(2,)]
+    assert table(home.events_db, "SELECT name FROM sqlite_master WHERE name = 'events_stream'")
+    assert table(home.events_db, "SELECT * FROM events ORDER BY seq") == rows
+    # and used: nothing migrates twice, nothing is backed up twice
+    run("remember", "after the upgrade")
+    run("replay")
+    assert version_2 == ["m002"] and len(list((home.root / "backups").iterdir())) == 1
+    with open_store(home) as store:
+        assert store.digest("turns") == recorded["projections"]["turns"]["digest"]
+        store.log.close()
+    assert original == (V1 / "events.db").read_bytes()  # the fixture itself untouched
+
+
+def test_a_migration_that_fails_changes_nothing_and_says_where_the_backup_is(
+        home: Home) -> None:
+    fixture_home(home)
+
+    @migrations()
+    def m002_broken(db: sqlite3.Connection) -> None:
+        db.execute("CREATE INDEX half_done ON events (type)")
+        raise RuntimeError("this step has a bug")
+
+    try:
+        rows = table(home.events_db, "SELECT * FROM events ORDER BY seq")
+        result = run("events", ok=False)
+    finally:
+        migrations._steps.remove(("m002_broken", m002_broken))
+    assert result.exit_code == 1
+    assert "upgrading the log to schema 2 failed at m002_broken (RuntimeError: this step has a " \
+        "bug)" in result.output
+    assert "the log was not changed" in result.output and "backups/events-v1-" in result.output
+    assert table(home.events_db, "SELECT name FROM _migrations") == [("m001_events",)]
+    assert not table(home.events_db, "SELECT name FROM sqlite_master WHERE name='half_done'")
+    assert table(home.events_db, "SELECT * FROM events ORDER BY seq") == rows
+    assert run("events", "-n", "1").exit_code == 0  # this diarist still reads it as it was
+
+
+@pytest.mark.parametrize("how", ["user_version", "unknown migration"])
+def test_a_home_from_a_newer_diarist_is_refused_and_not_modified(home: Home, how: str) -> None:
+    fixture_home(home)
+    db = sqlite3.connect(home.events_db)
+    if how == "user_version":
+        db.execute("PRAGMA user_version = 7")
+    else:
+        db.execute("INSERT INTO _migrations VALUES ('events', 'm002_from_the_future', 'x')")
+        db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    found = 7 if how == "user_version" else 2
+    before = snapshot(home.root)
+    for args in (["status"], ["events"], ["remember", "x"], ["sync"], ["replay"],
+                 ["import", str(REPO / "examples" / "sample-week.transcript.jsonl")]):
+        result = run_cli(home, *args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr.startswith(
+            f"Error: this home was written by a newer diarist (schema {found}, this one knows "
+            f"{migrations.version}): upgrade diarist"), (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert snapshot(home.root) == before  # not a byte, not a timestamp
+    assert not home.projections_db.exists()
