@@ -56,6 +56,25 @@ def export(output: Path | None) -> None:
                    "raw as an `unreadable` line, which `diarist import` refuses.", err=True)
 
 
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@home_option
+@friendly_errors
+def backup(folder: Path) -> None:
+    """Back up the log and the config into FOLDER (new or empty, outside the home).
+
+    A consistent copy, taken with SQLite's online backup while other processes keep
+    writing, checked before it is reported. Everything else is rebuilt from it: to restore,
+    copy FOLDER's files into a new home and run `diarist replay` (docs/reliability.md)."""
+    from workers.backup import backup as run_backup
+
+    done = run_backup(current_home(), folder)
+    click.echo(f"Backed up {done.events} events (up to seq {done.head}, "
+               f"{done.size / 1e6:.1f} MB, integrity ok) to {done.folder}: "
+               + ", ".join(p.name for p in done.files) + ".")
+    click.echo("Restore: copy them into a new home, then `diarist --home NEW replay`.")
+
+
 def _summary(event: dict) -> str:
     payload = event["payload"]
     if event.get("problem"):  # shown raw, marked

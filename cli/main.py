@@ -9,7 +9,7 @@ import click
 from .chat import chat
 from .context import home_option
 from .eval_command import eval_cmd
-from .event_commands import events, export, import_
+from .event_commands import backup, events, export, import_
 from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
@@ -32,7 +32,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
                 journal, memory, chat, serve_model, mine, dream, consolidate, maintain,
-                eval_cmd):
+                eval_cmd, backup):
     cli.add_command(command)
 
 
