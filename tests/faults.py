@@ -91,6 +91,16 @@ def kill_and_restart(home: Home, args: list[str], rng: random.Random, *,
     return Killed(landed, wait, stderr, done)
 
 
+def checkpoint(db_path: Path) -> None:
+    """Fold the WAL into the main file so copying the ``.db`` file alone copies everything."""
+    db = sqlite3.connect(db_path)
+    try:
+        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert busy == 0
+    finally:
+        db.close()
+
+
 def integrity(path: Path) -> str:
     """``PRAGMA integrity_check`` of a database file (``ok`` when sound)."""
     db = sqlite3.connect(path)

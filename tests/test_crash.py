@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import signal
 import sqlite3
 import subprocess
 import time
@@ -19,6 +18,7 @@ from events.types import TURN_TYPES, FactsExtracted, Remembered
 from projections import all_projectors, open_store
 
 from .conftest import diarist_cmd, make_turns, run_cli, subprocess_env, write_transcript
+from .faults import checkpoint, fault_runs, kill9, kill_and_restart
 
 SYNC_TURNS = 10_000          # long texts so FTS indexing makes sync take seconds
 SYNC_NOTES = 600             # Remembered + FactsExtracted events over 30 days: journal files
@@ -71,16 +71,6 @@ def all_positions(home: Home) -> int:
         return db.execute("SELECT COALESCE(SUM(position), 0) FROM projection_state").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
-    finally:
-        db.close()
-
-
-def checkpoint(db_path: Path) -> None:
-    """Fold the WAL into the main file so copying ``events.db`` alone copies the log."""
-    db = sqlite3.connect(db_path)
-    try:
-        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        assert busy == 0
     finally:
         db.close()
 
@@ -138,16 +128,6 @@ def fts_content_check(db: sqlite3.Connection) -> None:
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def kill9(proc: subprocess.Popen) -> int | None:
-    """SIGKILL ``proc``; returns None when it was still running (the kill landed), else its
-    exit code."""
-    code = proc.poll()
-    if code is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    return code
-
-
 # --- fixtures -------------------------------------------------------------------------------
 
 
@@ -183,23 +163,20 @@ def test_sync_killed_repeatedly_converges_to_the_reference(big_log: Path, home: 
         ref_store.log.close()
 
     rng = random.Random(SEED)
-    positions: list[int] = []
     totals: list[int] = []
     with EventLog(home.events_db) as log:
         head = log.head()
-        for _ in range(7):
-            proc = subprocess.Popen([*diarist_cmd(), "sync", "--batch-size", str(SYNC_BATCH)],
-                                    env=subprocess_env(home), stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE)
-            time.sleep(rng.uniform(0.05, 1.0))
-            early = kill9(proc)
-            assert early in (None, 0), proc.stderr.read() if proc.stderr else ""
-            proc.stderr.close()
-            position = sync_position(home)
-            positions.append(position)
+        for _ in range(fault_runs(7)):
+            # kill once this run has made progress (whatever the machine's load), somewhere
+            # in the next second of its work
+            start = all_positions(home)
+            killed = kill_and_restart(
+                home, ["sync", "--batch-size", str(SYNC_BATCH)], rng, delay=(0.0, 1.0),
+                ready=lambda start=start: all_positions(home) > start, restart=[])
             totals.append(all_positions(home))
-            assert_turns_consistent(home, log, position)  # output and position move together
-            if totals[-1] == head * len(names):
+            assert killed.landed or totals[-1] == head * len(names)
+            assert_turns_consistent(home, log, sync_position(home))  # output and position
+            if totals[-1] == head * len(names):                      # move together
                 break
         assert any(0 < t < head * len(names) for t in totals), (
             f"no kill landed mid-sync (positions {totals}, head {head} x {len(names)}); "

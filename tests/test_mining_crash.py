@@ -2,7 +2,6 @@
 chunk of turns is mined twice and none is skipped."""
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from projections.mining import mining_totals
 
 from .conftest import diarist_cmd, subprocess_env, write_transcript
 from .fake_llm import fake_llm
+from .faults import kill9
 
 SESSIONS, LIKES = 30, 2
 
@@ -52,8 +52,7 @@ def test_kill_9_during_mine_then_rerun_mines_every_chunk_once(home: Home,
             while len(mined_events(home)) < stop_after and time.monotonic() < deadline:
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 time.sleep(0.02)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            kill9(proc)
             kills.append(len(mined_events(home)))
         done = subprocess.run([*diarist_cmd(), "mine"], env=subprocess_env(home),
                               capture_output=True, text=True, timeout=120)

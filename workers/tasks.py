@@ -59,6 +59,8 @@ def _make_task(name: str) -> Callable[..., object]:
 
 PROJECTION_TASKS = {p.name: _make_task(p.name) for p in all_projectors()}
 EMBED_TASK = "embed.pending"
+# Every huey lock a task takes: what a worker killed mid-task leaves behind (see worker.py).
+TASK_LOCKS = [f"project.{name}" for name in PROJECTION_TASKS] + [EMBED_TASK]
 
 
 @huey.task(name=EMBED_TASK)

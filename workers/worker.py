@@ -6,8 +6,8 @@ from collections.abc import Callable
 from events import DiaristError, Home
 
 from .app import configure, mining_queue
-from .presence import hold_worker_lock
-from .tasks import enqueue_catch_up  # importing it registers every task
+from .presence import hold_worker_lock, worker_present
+from .tasks import TASK_LOCKS, enqueue_catch_up  # importing it registers every task
 
 # An idle consumer polls the queue every POLL_S seconds, so new work starts within ~POLL_S
 # (huey's defaults back off to 10 s, far too slow for a chat waiting on its projections).
@@ -34,9 +34,15 @@ def run_worker(home: Home, threads: int = 1,
                      f"{mining_queue.name}, {threads} thread(s)")
         consumer.run()
         return
+    # A worker killed mid-task (kill -9, power loss) leaves its task's lock in the queue;
+    # on the SQLite queue it never expires, and that projection would never be caught up by
+    # a worker again. Huey's ``flush_locks`` alone only knows locks this process has taken
+    # (none yet), so name them all — unless another worker runs here and may hold one.
+    stale = "" if worker_present(home) else ",".join(TASK_LOCKS)
     consumer = queue.create_consumer(
         workers=threads, worker_type="thread", periodic=True, initial_delay=POLL_S,
         backoff=1.0, max_delay=POLL_S, scheduler_interval=1, flush_locks=True,
+        extra_locks=stale or None,
     )
     with hold_worker_lock(home):
         if on_start is not None:
