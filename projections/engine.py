@@ -268,19 +268,34 @@ class ProjectionStore:
 
     def materialize(self, projector: Projector) -> int:
         """Write every dirty file of ``projector`` from its rows; returns how many (0 with
-        ``defer_files``: the marks stay)."""
+        ``defer_files``: the marks stay).
+
+        Each file is rendered, written and unmarked inside one write transaction: the write
+        lock serialises this with every other process's commits and file writes, so a file
+        is always rendered from the latest rows and no mark set meanwhile is cleared
+        unwritten. (Rendered outside it, two processes could each render, and the one that
+        rendered the older rows could write last and clear the mark: a stale file for
+        good.) A crash after the write and before the commit leaves the mark: rewritten
+        by the next catch-up."""
         if self.defer_files:
             return 0
         names = [row[0] for row in self.db.execute(
             "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file", (projector.name,))]
+        written = 0
         for name in names:
             if not projector.owns_file(name):
                 raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
-            content = projector.file_content(self.db, name)
-            write_file(self.files_dir / name, content)
-            self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
-                            (projector.name, name))
-        return len(names)
+            with write_transaction(self.db):
+                if not self.db.execute(
+                        "SELECT 1 FROM projection_dirty WHERE name = ? AND file = ?",
+                        (projector.name, name)).fetchone():
+                    continue  # another process wrote it meanwhile
+                content = projector.file_content(self.db, name)
+                write_file(self.files_dir / name, content)
+                self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
+                                (projector.name, name))
+                written += 1
+        return written
 
     # --- work ---------------------------------------------------------------------------
 

@@ -290,7 +290,7 @@ def test_kill_9_during_replay_leaves_the_projections_as_they_were(stages: Stages
     any point, the live projections (rows, digests, files) are as before — never
     half-built — and the next replay cleans up after it."""
     tally = Tally("replay")
-    for n, rng in runs_of("replay", 3):
+    for n, rng in runs_of("replay"):
         home = stages.clone("consolidated", Home(tmp_path / f"h{n}"))
         before = digests(home)
         files = {p.name: p.read_bytes() for p in home.memory_dir.rglob("*.md")}
