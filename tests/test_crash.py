@@ -149,6 +149,7 @@ def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_sync_killed_repeatedly_converges_to_the_reference(big_log: Path, home: Home,
                                                             tmp_path: Path) -> None:
     copy_log(big_log, home)
@@ -226,6 +227,7 @@ def assert_no_seq_gaps(log: EventLog) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_import_killed_mid_transaction_is_all_or_nothing(home: Home, tmp_path: Path) -> None:
     small = write_transcript(tmp_path / "small.jsonl", make_turns(50, session="before"))
     assert run_cli(home, "import", str(small)).returncode == 0
