@@ -128,7 +128,8 @@ def _profile(session: ChatSession, args: list[str]) -> None:
         click.echo(f"  {memory.content}")
 
 
-def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> None:
+def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool,
+             shown: set[str]) -> None:
     """Record the project facts of the current directory; ask the onboarding questions when
     :func:`workers.chat.onboarding.should_ask` says so."""
     from workers.chat.onboarding import (
@@ -140,7 +141,7 @@ def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> 
 
     for warning in detect_here(home, log, Path.cwd()):
         click.echo(f"(project facts: {warning})", err=True)
-    _catch_up(store)
+    _catch_up(store, shown)
     if not should_ask(log, store, force=force, interactive=sys.stdin.isatty()):
         return
     click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
@@ -153,18 +154,20 @@ def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool) -> 
             break
     if record_answers(log, answers):
         click.echo("Saved. See or change it with /memory profile.")
-        _catch_up(store)
+        _catch_up(store, shown)
     else:
         click.echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
                    "/memory profile set KEY VALUE sets one field).")
 
 
-def _catch_up(store: ProjectionStore) -> None:
-    """Catch memory up; what stops it is shown, not fatal: the chat still works."""
+def _catch_up(store: ProjectionStore, shown: set[str]) -> None:
+    """Catch memory up; what stops it is shown (once a session), not fatal: the chat still
+    works."""
     from workers.sync.catch_up import catch_up_after_append
 
     warning = catch_up_after_append(store)
-    if warning:
+    if warning and warning not in shown:
+        shown.add(warning)
         click.echo(f"(warning: {warning})", err=True)
 
 
@@ -271,7 +274,8 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     config = load_config(home)
     llm = make_backend(backend, model=model, base_url=base_url, script=script, llm=config.llm)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
-        _onboard(home, log, store, onboard)
+        shown: set[str] = set()  # catch-up warnings already shown this session
+        _onboard(home, log, store, onboard, shown)
         line = _Line()
         session = ChatSession(home, log, store, llm, config, notify=line.note,
                               tools=config.memory.tools if tools is None else tools)
@@ -280,7 +284,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
                    f"memory budget {session.budget}. /help for commands.")
         shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
         after = AfterReply(home, session, store, shadow=shadow,
-                           echo=lambda text: click.echo(text, err=True))
+                           echo=lambda text: click.echo(text, err=True), warned=shown)
         try:
             _loop(session, after, line)
         finally:

@@ -187,3 +187,26 @@ def test_a_good_log_reads_without_problems(synced: Home) -> None:
         events = list(log.iter_all())
     assert events and all(e.problem is None for e in events)
     assert all(e.data is not None for e in events)
+
+
+def test_the_chat_still_works_with_a_bad_row_in_the_log(synced: Home, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    from .conftest import rules
+
+    seq = insert_raw(synced, "Remembered", 99, {"text": "from the future"})
+    script = rules(tmp_path, {"match": "tea", "reply": "Green tea it is."})
+    result = CliRunner().invoke(cli, ["chat", "--backend", "scripted", "--script", str(script),
+                                      "--no-tools"],
+                                input="what tea do I like?\n/remember I like oolong\n/exit\n",
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "assistant> Green tea it is." in result.output
+    warning = f"(warning: saved in the log, but memory is not up to date: event seq {seq} (id "
+    assert result.output.count(warning) == 1  # shown once, not after every reply
+    with EventLog(synced.events_db) as log:
+        texts = [e.payload.get("text") for e in log.read(seq) if isinstance(e.payload, dict)]
+    assert "what tea do I like?" in texts and "Green tea it is." in texts
+    assert "I like oolong" in texts

@@ -52,11 +52,12 @@ class AfterReply:
     """Hands the work that follows each reply to a worker, or does it in this process."""
 
     def __init__(self, home: Home, session: Any, store: ProjectionStore, *, shadow: bool,
-                 echo: Callable[[str], None]) -> None:
+                 echo: Callable[[str], None], warned: set[str] | None = None) -> None:
         self.home, self.session, self.store, self.shadow = home, session, store, shadow
         self.echo = echo  # where the user sees what happened (the terminal's stderr)
         self.journal: BackgroundJournal | None = None
-        self.warned: set[str] = set()  # catch-up warnings already shown (each once)
+        # catch-up warnings already shown (each once a session)
+        self.warned: set[str] = warned if warned is not None else set()
 
     def catch_up(self) -> None:
         """Catch memory up in this process; a failure is shown once, never fatal (the turns
