@@ -243,12 +243,15 @@ class EventLog:
             self._refuse_newer()
         try:
             self.db = connect(self.path)
-            applied = migrations.apply(self.db, before=self._backup_before_migrating)
         except sqlite3.DatabaseError as exc:
             raise self._explained(exc) from None
-        except MigrationFailed as exc:
+        try:
+            applied = migrations.apply(self.db, before=self._backup_before_migrating)
+        except BaseException as exc:
             self.db.close()
-            if self.backups:
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._explained(exc) from None
+            if isinstance(exc, MigrationFailed) and self.backups:
                 exc.hint = (f"A copy of the log from before the upgrade is in {self.backups[-1]}. "
                             + MigrationFailed.hint)
             raise
