@@ -12,6 +12,7 @@ full disk, damaged files — real processes, real mounts where the machine allow
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -99,6 +100,26 @@ def checkpoint(db_path: Path) -> None:
         assert busy == 0
     finally:
         db.close()
+
+
+class Tally:
+    """Runs and kills that landed mid-work, per test; each line also goes to
+    ``$DIARIST_FAULT_REPORT`` when set (the figures in docs/reliability.md)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.runs, self.landed = name, 0, 0
+
+    def add(self, landed: bool) -> None:
+        self.runs += 1
+        self.landed += landed
+
+    def done(self) -> None:
+        assert self.landed >= 1, f"{self.name}: no kill landed mid-work in {self.runs} runs"
+        report = os.environ.get("DIARIST_FAULT_REPORT")
+        if report:
+            with open(report, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"command": self.name, "runs": self.runs,
+                                         "landed": self.landed}) + "\n")
 
 
 def integrity(path: Path) -> str:

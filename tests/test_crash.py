@@ -18,7 +18,7 @@ from events.types import TURN_TYPES, FactsExtracted, Remembered
 from projections import all_projectors, open_store
 
 from .conftest import diarist_cmd, make_turns, run_cli, subprocess_env, write_transcript
-from .faults import checkpoint, fault_runs, kill9, kill_and_restart
+from .faults import Tally, checkpoint, fault_runs, kill9, kill_and_restart
 
 SYNC_TURNS = 10_000          # long texts so FTS indexing makes sync take seconds
 SYNC_NOTES = 600             # Remembered + FactsExtracted events over 30 days: journal files
@@ -165,6 +165,7 @@ def test_sync_killed_repeatedly_converges_to_the_reference(big_log: Path, home: 
 
     rng = random.Random(SEED)
     totals: list[int] = []
+    tally = Tally("sync, repeatedly (test_crash)")
     with EventLog(home.events_db) as log:
         head = log.head()
         for _ in range(fault_runs(7)):
@@ -175,6 +176,7 @@ def test_sync_killed_repeatedly_converges_to_the_reference(big_log: Path, home: 
                 home, ["sync", "--batch-size", str(SYNC_BATCH)], rng, delay=(0.0, 1.0),
                 ready=lambda start=start: all_positions(home) > start, restart=[])
             totals.append(all_positions(home))
+            tally.add(killed.landed)
             assert killed.landed or totals[-1] == head * len(names)
             assert_turns_consistent(home, log, sync_position(home))  # output and position
             if totals[-1] == head * len(names):                      # move together
@@ -182,6 +184,7 @@ def test_sync_killed_repeatedly_converges_to_the_reference(big_log: Path, home: 
         assert any(0 < t < head * len(names) for t in totals), (
             f"no kill landed mid-sync (positions {totals}, head {head} x {len(names)}); "
             "make the dataset larger or the batches smaller")
+        tally.done()
 
         done = run_cli(home, "sync", "--batch-size", str(SYNC_BATCH))
         assert done.returncode == 0, done.stderr

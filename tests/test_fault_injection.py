@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import random
 import shutil
 import sqlite3
@@ -39,6 +38,7 @@ from projections import open_store
 
 from .conftest import diarist_cmd, run, stop_process, subprocess_env, write_transcript
 from .faults import (
+    Tally,
     assert_log_sound,
     assert_replay_verifies,
     checkpoint,
@@ -205,25 +205,6 @@ def assert_turns_exactly_once(home: Home) -> None:
     rows, distinct = query(home.projections_db,
                            "SELECT COUNT(*), COUNT(DISTINCT event_id) FROM turns")[0]
     assert rows == distinct == expected
-
-
-class Tally:
-    """Runs and kills that landed mid-work, per test; reported with DIARIST_FAULT_REPORT."""
-
-    def __init__(self, name: str) -> None:
-        self.name, self.runs, self.landed = name, 0, 0
-
-    def add(self, landed: bool) -> None:
-        self.runs += 1
-        self.landed += landed
-
-    def done(self) -> None:
-        assert self.landed >= 1, f"{self.name}: no kill landed mid-work in {self.runs} runs"
-        report = os.environ.get("DIARIST_FAULT_REPORT")
-        if report:
-            with open(report, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"command": self.name, "runs": self.runs,
-                                         "landed": self.landed}) + "\n")
 
 
 def runs_of(name: str, default: int = 2) -> list[tuple[int, random.Random]]:
