@@ -17,21 +17,24 @@ from .logging_setup import log as logger
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @home_option
 @friendly_errors
 def import_(file: Path) -> None:
-    """Import a transcript (JSONL, one turn a line) into the event log.
+    """Import a transcript (JSONL, one turn a line) into the event log; FILE `-` reads
+    standard input.
 
     Idempotent by each turn's `ref`: importing the same file twice appends nothing. All or
-    nothing: one malformed line fails the whole import with `file:line: what is wrong`.
+    nothing: one malformed line fails the whole import with `file:line: what is wrong`, and
+    so does a ref already in the log for a different turn.
     """
     from workers.transcripts import import_transcript
 
     result = import_transcript(current_home(), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
+    source = "standard input" if str(file) == "-" else file
     click.echo(
-        f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
+        f"Imported {source}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
 

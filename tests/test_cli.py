@@ -44,7 +44,7 @@ def test_bad_import_is_a_clear_error_and_changes_nothing(home: Home, tmp_path: P
     assert result.exit_code == 1
     assert result.output == (
         f"Error: {path}:2: missing field 'at', 'role', 'text', 'ref'\n"
-        "Hint: Fix the line named above and run the import again; nothing was imported.\n"
+        "Hint: Fix the lines named above and run the import again; nothing was imported.\n"
     )
     with EventLog(home.events_db) as log:
         assert log.count() == 0

@@ -33,7 +33,7 @@ def bad_file(tmp_path: Path, line: str) -> Path:
     (json.dumps(GOOD | {"ref": "r2", "at": "2024-01-01T10:00:00"}),
      "'at' '2024-01-01T10:00:00' has no UTC offset (add 'Z' or '+hh:mm')"),
     (json.dumps(GOOD | {"ref": "r2", "at": "yesterday"}),
-     "'at' 'yesterday' is not an ISO-8601 time"),
+     "'at' 'yesterday' is not an ISO-8601 time (e.g. 2024-05-01T09:30:00Z)"),
     (json.dumps(GOOD | {"ref": "r2", "text": "   "}), "empty 'text'"),
     (json.dumps(GOOD | {"ref": "r2", "session": ""}), "empty 'session'"),
     (json.dumps(GOOD | {"ref": "r2", "text": 5}), "field 'text' must be a string, got int"),
