@@ -7,8 +7,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,61 +27,11 @@ from workers.llm import (
     make_backend,
 )
 
+from .llm_server import Handler, serve
+
 KEY = "sk-test-SECRET-4f9a8b7c"
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
 WORDS = ["Hello", " from", " the", " fake", " server", "."]
-
-Route = Callable[["Handler", dict], None]
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # streams use chunked transfer encoding, like the real servers
-    routes: dict[tuple[str, str], Route] = {}
-    seen: list[dict] = []
-
-    def log_message(self, *args: object) -> None:  # keep pytest output clean
-        pass
-
-    def _handle(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else {}
-        self.seen.append({"method": method, "path": self.path, "headers": dict(self.headers),
-                          "body": body})
-        route = self.routes.get((method, self.path))
-        if route is None:
-            self.send_json(404, {"error": "404 page not found"})
-            return
-        try:
-            route(self, body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up (interrupt test)
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def send_json(self, status: int, data: object) -> None:
-        payload = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def send_stream(self, content_type: str, chunks: list[bytes], delay: float = 0.01) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for c in chunks:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
-            self.wfile.flush()
-            time.sleep(delay)
-        self.wfile.write(b"0\r\n\r\n")
-        self.close_connection = True
 
 
 @pytest.fixture(autouse=True)
@@ -93,14 +42,8 @@ def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, type[Handler]]]:
-    handler = type("H", (Handler,), {"routes": {}, "seen": []})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    httpd.shutdown()
-    httpd.server_close()
+    with serve() as running:
+        yield running
 
 
 @pytest.fixture
