@@ -35,7 +35,8 @@ def home_option(fn: F) -> F:
 def current_home(*, create: bool = False) -> Home:
     """The home this command works on. It must exist — a mistyped ``--home`` is an error
     that creates nothing — unless ``create`` (the commands that start a home: import,
-    remember, chat, worker …), which create it and say so on stderr."""
+    remember, chat, worker …): their library call creates it once the input is valid, and
+    the command then says so on stderr."""
     ctx = click.get_current_context()
     root = ctx.find_root()
     chosen = (ctx.obj or {}).get("home") or (root.obj or {}).get("home")
@@ -44,8 +45,12 @@ def current_home(*, create: bool = False) -> Home:
         return home
     if not create:
         raise fail(home.missing())
-    home.ensure()
-    click.echo(f"(created a new diarist home at {home.root})", err=True)
+
+    def note() -> None:
+        if home.exists():
+            click.echo(f"(created a new diarist home at {home.root})", err=True)
+
+    ctx.call_on_close(note)
     return home
 
 

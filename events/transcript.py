@@ -205,11 +205,22 @@ def _differences(turn: Turn, event: RecordedEvent) -> list[str]:
     return [key for key, same in fields.items() if not same]
 
 
+def read_turns(path: Path) -> tuple[list[Turn], str]:
+    """The checked turns of the transcript at ``path`` (``-``: standard input) and the name
+    its errors use; :class:`ImportFailed` names what is wrong."""
+    with _opened(path) as (handle, name):
+        return parse(handle, name), name
+
+
 def import_file(log: EventLog, path: Path) -> ImportResult:
     """Validate the whole transcript at ``path`` (``-``: standard input), then append it in
     one transaction; :class:`ImportFailed` (nothing appended) names what is wrong."""
-    with _opened(path) as (handle, name):
-        turns = parse(handle, name)
+    return import_turns(log, *read_turns(path))
+
+
+def import_turns(log: EventLog, turns: list[Turn], name: str) -> ImportResult:
+    """Append checked turns in one transaction (a ref already in the log for a different
+    turn refuses them all)."""
     batch = to_events(turns)
     recorded = log.append_many(batch, check=lambda: _ref_conflicts(log, turns, name))
     return ImportResult(

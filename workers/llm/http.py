@@ -12,6 +12,7 @@ import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -36,6 +37,24 @@ Parser = Callable[[Iterable[bytes]], Iterator[Delta]]
 
 PROBE_TIMEOUT_S = 10.0  # at most, for the small metadata requests (models, context window)
 ERROR_BODY_BYTES = 1 << 16  # of an HTTP error's body: enough for any server's message
+
+
+def usable_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host and (if any) a numeric port, else a
+    clear error (urllib would fail later, and less clearly)."""
+    problem = None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = "it needs http:// or https:// and a host"
+    if problem:
+        raise BackendError(f"{url} is not a usable URL ({problem})",
+                           hint="Fix --base-url (or llm.base_url): http://HOST:PORT.")
+    return url
 
 
 def server_message(body: str) -> str:
@@ -170,10 +189,6 @@ class HTTPBackend:
             raise self.mask(classify(e.code, text, url, (body or {}).get("model", ""))) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             raise self.mask(self.unreachable(e, url, wait)) from None
-        except ValueError as e:  # http.client.InvalidURL: a port that is not a number, ...
-            raise BackendError(f"{self.base_url} is not a usable URL ({e})",
-                               hint="Fix --base-url (or llm.base_url): "
-                                    "http://HOST:PORT.") from None
 
     def unreachable(self, exc: BaseException, url: str, wait: float) -> BackendError:
         """The error for a request that failed below HTTP: refused, unresolvable, timed out."""

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .base import BackendError, ChatReply, ModelNotFound
-from .http import HTTPBackend, malformed, stream_error
+from .http import HTTPBackend, malformed, stream_error, usable_url
 from .stream import Delta, count
 
 OLLAMA_ENV = "OLLAMA_HOST"
@@ -69,7 +69,7 @@ def ollama_url(value: str | None) -> str:
     url = (value or OLLAMA_DEFAULT).strip().rstrip("/")
     if "://" not in url:
         url = "http://" + url
-    parts = urllib.parse.urlsplit(url)
+    parts = urllib.parse.urlsplit(usable_url(url))
     host = parts.hostname or "127.0.0.1"
     if host in ("0.0.0.0", "::"):
         host = "127.0.0.1"

@@ -10,7 +10,7 @@ from typing import Any
 from events.errors import DiaristError
 
 from .base import BackendError, BackendUnavailable, ChatReply
-from .http import HTTPBackend, malformed, stream_error
+from .http import HTTPBackend, malformed, stream_error, usable_url
 from .stream import Delta, count
 
 OPENAI_URL_ENV = "DIARIST_OPENAI_BASE_URL"
@@ -92,7 +92,7 @@ def openai_url(value: str | None) -> str:
     url = (value or OPENAI_DEFAULT).strip().rstrip("/")
     if "://" not in url:
         url = "http://" + url
-    return url if url.endswith("/v1") else url + "/v1"
+    return usable_url(url if url.endswith("/v1") else url + "/v1")
 
 
 class OpenAIBackend(HTTPBackend):

@@ -12,6 +12,11 @@ from projections.recall import RecallResult, recall
 from projections.semantic import semantic_searcher
 
 EMPTY_QUERY = "the query is empty: there is nothing to search for"
+LINE = '{"id": ..., "query": "text"}'
+
+
+class QueriesError(DiaristError):
+    hint = f"--queries takes a JSON-lines file, one {LINE} a line."
 
 
 def check_query(query: str) -> None:
@@ -26,12 +31,12 @@ def read_queries(path: Path) -> list[tuple[object, str]]:
     lines are reported as ``file:line: what is wrong`` (the first few, and how many more)."""
     out: list[tuple[object, str]] = []
     problems = Problems()
-    for line in jsonl_lines(path):
+    for line in jsonl_lines(path, error=QueriesError):
         obj = line.value
         if line.error:
             problems.add(f"{path}:{line.number}: {line.error}")
         elif not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("query"), str):
-            problems.add(f"{path}:{line.number}: expected {{\"id\": ..., \"query\": \"text\"}}")
+            problems.add(f"{path}:{line.number}: expected {LINE}")
         elif not obj["query"].strip():
             problems.add(f"{path}:{line.number}: {EMPTY_QUERY}")
         else:
