@@ -23,6 +23,7 @@ from workers.llm import (
     ModelNotFound,
     OllamaBackend,
     OpenAIBackend,
+    ReplyCutOff,
     ScriptedBackend,
     make_backend,
 )
@@ -568,3 +569,105 @@ def test_llm_config_is_validated(home: Home, yaml_text: str, message: str) -> No
     result = CliRunner().invoke(cli, ["recall", "x"])
     assert result.exit_code == 1 and message in result.output
     assert "123456789" not in result.output
+
+
+# --- servers that misbehave -------------------------------------------------------------------
+
+def test_a_chunk_that_is_not_an_object_cuts_the_reply_and_keeps_it(
+        openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "Hel"}}]}),
+                              sse({"choices": [{"delta": {"content": "lo"}}]}),
+                              b'data: ["a", "list"]\n\n', b"data: [DONE]\n\n"])
+    shown: list[str] = []
+    with pytest.raises(ReplyCutOff) as e:
+        OpenAIBackend(url, "m").chat(MSGS, on_token=shown.append)
+    assert_clean(e.value)
+    assert 'not a JSON object: ["a", "list"]' in str(e.value)
+    assert shown == ["Hel", "lo"]
+    assert e.value.partial.text == "Hello" and e.value.partial.interrupted
+
+
+@pytest.mark.parametrize("chunk", [
+    {"choices": "nope"}, {"choices": [{"delta": {"content": 5}}]},
+    {"choices": [{"delta": {"tool_calls": ["x"]}}]}, {"choices": [7]},
+])
+def test_chunks_with_wrong_field_types_are_named(openai: tuple[str, type[Handler]],
+                                                 chunk: dict) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "ok"}}]}), sse(chunk)])
+    with pytest.raises(ReplyCutOff, match="a malformed chunk") as e:
+        OpenAIBackend(url, "m").chat(MSGS)
+    assert e.value.partial.text == "ok"
+
+
+def test_a_stream_that_ends_early_or_is_not_a_stream(openai: tuple[str, type[Handler]],
+                                                     ollama: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "Hel"}}]})])
+    with pytest.raises(ReplyCutOff, match="closed the stream before the reply was complete"):
+        OpenAIBackend(url, "m").chat(MSGS)
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/html", [b"<html>It works!</html>\n"])
+    with pytest.raises(BackendError, match="no OpenAI stream chunk.*<html>It works!"):
+        OpenAIBackend(url, "m").chat(MSGS)
+    oll, oh = ollama
+    oh.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream(
+        "application/x-ndjson", [b'{"message": {"content": "Hi"}, "done": false}\n', b"[1]\n"])
+    with pytest.raises(ReplyCutOff, match="not a JSON object") as e:
+        OllamaBackend(oll, "m").chat(MSGS)
+    assert e.value.partial.text == "Hi"
+    oh.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream(
+        "application/x-ndjson", [b'{"message": {"content": "Hi"}, "done": false}\n'])
+    with pytest.raises(ReplyCutOff, match="closed the stream before"):
+        OllamaBackend(oll, "m").chat(MSGS)
+
+
+def test_metadata_that_is_not_what_was_asked(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(200, ["not", "an", "object"])
+    with pytest.raises(BackendError, match="not a JSON object") as e:
+        OpenAIBackend(url, None).models()
+    assert_clean(e.value)
+    h.routes[("GET", "/props")] = lambda hd, b: hd.send_json(
+        200, {"default_generation_settings": {"n_ctx": "lots"}})
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(
+        200, {"data": [{"id": "m", "meta": {"n_ctx_train": float("inf")}}]})
+    assert OpenAIBackend(url, "m").context_window() is None  # nonsense is unknown, not a crash
+
+
+def test_a_stalled_metadata_request_times_out_clearly(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+
+    def stalled(hd: Handler, body: dict) -> None:
+        time.sleep(2)
+        hd.send_json(200, {"n_ctx": 4096})
+
+    h.routes[("GET", "/props")] = stalled
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"no answer from .*/props within 0\.5 s") as e:
+        OpenAIBackend(url, "m", timeout=0.5).context_window()
+    assert time.monotonic() - started < 1.5
+    assert "llm.timeout" in e.value.hint
+
+
+def test_an_error_body_is_clipped(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_json(
+        500, {"error": {"message": "boom " + "y" * 5000}})
+    with pytest.raises(BackendError) as e:
+        OpenAIBackend(url, "m").chat(MSGS)
+    assert len(str(e.value)) < 500 and "(4,705 more characters)" in str(e.value)
+
+
+def test_a_base_url_that_cannot_work_is_refused_up_front() -> None:
+    for url in ("http://127.0.0.1:eighty", "ftp://host", "http://"):
+        with pytest.raises(BackendError, match="is not a usable URL") as e:
+            make_backend("openai", base_url=url)
+        assert "http://HOST:PORT" in e.value.hint
+        with pytest.raises(BackendError, match="is not a usable URL"):
+            make_backend("ollama", base_url=url)
+    assert make_backend("openai", base_url="http://a").base_url == "http://a/v1"

@@ -142,6 +142,55 @@ def test_idempotency_key_returns_the_original(log: EventLog) -> None:
     assert log.count() == 2
 
 
+def test_a_batch_check_runs_under_the_write_lock(log: EventLog) -> None:
+    """``append_many(check=...)`` checks what is in the log while no one else can append, so
+    a conflict cannot slip in between the check and the append; raising appends nothing."""
+    other = sqlite3.connect(log.path, timeout=0)
+    seen: list[int] = []
+
+    def check() -> None:
+        seen.append(log.count())
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("INSERT INTO events (id, stream, stream_version, type,"
+                          " schema_version, occurred_at, recorded_at, payload, meta)"
+                          " VALUES ('X', 'z', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')")
+
+    log.append_many([NewEvent("s1", turn())], check=check)
+    assert seen == [0] and log.count() == 1
+
+    def refuse() -> None:
+        raise ConcurrencyError("no")
+
+    with pytest.raises(ConcurrencyError):
+        log.append_many([NewEvent("s1", turn("two"))], check=refuse)
+    assert log.count() == 1
+    other.close()
+
+
+def test_events_by_idempotency_keys(log: EventLog) -> None:
+    a = log.append(turn("a"), stream="s1", idempotency_key="ka")
+    log.append(turn("b"), stream="s1", idempotency_key="kb")
+    assert log.by_idempotency_keys(["ka", "nope"]) == {"ka": a}
+    assert log.by_idempotency_keys([]) == {}
+
+
+def test_text_that_is_not_unicode_is_refused_clearly(log: EventLog) -> None:
+    from events import DiaristError
+
+    with pytest.raises(DiaristError, match="UserTurn holds text that is not valid Unicode"):
+        log.append(turn("broken \ud800 text"), stream="s1")
+    assert log.count() == 0
+
+
+def test_times_before_year_1000_are_stored_zero_padded() -> None:
+    """glibc's strftime("%Y") writes year 1 as "1": stored times must sort as text."""
+    early = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
+    assert clock.to_iso(early) == "0001-01-01T00:00:00.000000Z"
+    assert clock.to_display(early) == "0001-01-01T00:00:00Z"
+    assert clock.to_iso(early) < clock.to_iso(dt.datetime(999, 1, 1, tzinfo=dt.UTC)) < \
+        clock.to_iso(dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+
+
 def test_unregistered_event_type_is_refused(log: EventLog) -> None:
     @dataclass(frozen=True)
     class Stray(Event):

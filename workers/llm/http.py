@@ -219,7 +219,7 @@ class HTTPBackend:
         """:meth:`get_json` whose answer must be a JSON object."""
         data = self.get_json(method, url, body)
         if not isinstance(data, dict):
-            raise malformed(f"an answer to {url} that is not a JSON object", data)
+            raise malformed(f"an answer to {url} that is not a JSON object", data) from None
         return data
 
     def stream(self, url: str, body: dict, parse: Parser,

@@ -66,9 +66,10 @@ def _ollama_delta(chunk: dict) -> Delta:
 
 def ollama_url(value: str | None) -> str:
     """A normalised base URL: ``host[:port]`` accepted, ``0.0.0.0`` means localhost."""
-    url = (value or OLLAMA_DEFAULT).strip().rstrip("/")
+    url = (value or OLLAMA_DEFAULT).strip()
     if "://" not in url:
         url = "http://" + url
+    url = url.rstrip("/")
     parts = urllib.parse.urlsplit(usable_url(url))
     host = parts.hostname or "127.0.0.1"
     if host in ("0.0.0.0", "::"):

@@ -89,9 +89,10 @@ def _openai_delta(chunk: dict) -> Delta:
 
 def openai_url(value: str | None) -> str:
     """A normalised base URL ending in ``/v1``."""
-    url = (value or OPENAI_DEFAULT).strip().rstrip("/")
+    url = (value or OPENAI_DEFAULT).strip()
     if "://" not in url:
         url = "http://" + url
+    url = url.rstrip("/")
     return usable_url(url if url.endswith("/v1") else url + "/v1")
 
 
