@@ -16,14 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import clock
-from .db import write_transaction
+from .db import retry_busy, write_transaction
 from .errors import ConcurrencyError, DiaristError, NotFound
 from .ids import new_ulid
 from .migrations import Migrations
@@ -171,20 +170,13 @@ def _enable_wal(db: sqlite3.Connection) -> None:
     """Switch to WAL, retrying while another process holds a lock: switching a new file's
     journal mode can fail at once with "database is locked" (SQLite skips the busy handler
     there), e.g. when two processes open a fresh home at the same moment."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            mode = None
-        if mode == "wal":
-            return
-        if time.monotonic() >= deadline:
+    def switch() -> None:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
             raise sqlite3.OperationalError(
                 f"database is locked (could not switch to WAL, journal mode {mode})")
-        time.sleep(0.01)
+
+    retry_busy(switch, timeout=BUSY_TIMEOUT_S)
 
 
 class EventLog:

@@ -277,3 +277,34 @@ def test_migrations_are_recorded_and_run_once(log: EventLog) -> None:
     assert migrations.apply(log.db) == []
     EventLog(log.path).close()  # reopening applies nothing again
     assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 1
+
+
+def test_retry_busy_waits_out_a_lock_and_gives_up_in_time() -> None:
+    import time
+
+    from events.db import retry_busy
+
+    calls: list[float] = []
+
+    def locked_twice() -> str:
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert retry_busy(locked_twice, timeout=5) == "done" and len(calls) == 3
+    assert calls[2] - calls[1] > calls[1] - calls[0] > 0  # backs off
+
+    def broken() -> None:
+        raise sqlite3.OperationalError("no such table: x")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        retry_busy(broken, timeout=5)  # not a lock: at once
+
+    def always_locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        retry_busy(always_locked, timeout=0.3)
+    assert time.monotonic() - started < 1.0
