@@ -33,9 +33,9 @@ class Home:
 
     def missing(self) -> NotFound:
         """The error for a home that does not exist (a mistyped ``--home``, most likely)."""
-        what = "is a file" if self.root.exists() else "does not exist"
+        what = "it is a file, not a folder" if self.root.exists() else "the folder does not exist"
         return NotFound(
-            f"no diarist home at {self.root} (the folder {what})",
+            f"no diarist home at {self.root} ({what})",
             hint=f"Check --home or ${HOME_ENV} for a typo. `diarist import FILE`, "
                  "`diarist remember TEXT` or `diarist chat` start a new home there.")
 
