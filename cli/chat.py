@@ -258,7 +258,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     from workers.chat.session import ChatSession
     from workers.llm import make_backend
 
-    home = current_home()
+    home = current_home(create=True)
     config = load_config(home)
     llm = make_backend(backend, model=model, base_url=base_url, script=script, llm=config.llm)
     with EventLog(home.events_db) as log, open_store(home, log) as store:

@@ -32,11 +32,26 @@ def home_option(fn: F) -> F:
     )(fn)
 
 
-def current_home() -> Home:
+def current_home(*, create: bool = False) -> Home:
+    """The home this command works on. It must exist — a mistyped ``--home`` is an error
+    that creates nothing — unless ``create`` (the commands that start a home: import,
+    remember, chat, worker …): their library call creates it once the input is valid, and
+    the command then says so on stderr."""
     ctx = click.get_current_context()
     root = ctx.find_root()
     chosen = (ctx.obj or {}).get("home") or (root.obj or {}).get("home")
-    return Home.resolve(chosen).ensure()
+    home = Home.resolve(chosen)
+    if home.exists():
+        return home
+    if not create:
+        raise fail(home.missing())
+
+    def note() -> None:
+        if home.exists():
+            click.echo(f"(created a new diarist home at {home.root})", err=True)
+
+    ctx.call_on_close(note)
+    return home
 
 
 def fail(exc: DiaristError) -> click.ClickException:

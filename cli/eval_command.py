@@ -83,7 +83,7 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
     settings = (AnswerSettings(backend, model, base_url, script, max_tokens, cache)
                 if answer else None)
     request = EvalRequest(
-        dataset, current_home(),
+        dataset, current_home(create=True),
         EvalOptions(limit=limit, sample=sample, seed=seed, categories=categories, keep=keep,
                     embed=not no_embed, window=window),
         settings, report, export)

@@ -17,21 +17,24 @@ from .logging_setup import log as logger
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @home_option
 @friendly_errors
 def import_(file: Path) -> None:
     """Import a transcript (JSONL, one turn a line) into the event log.
 
-    Idempotent by each turn's `ref`: importing the same file twice appends nothing. All or
-    nothing: one malformed line fails the whole import with `file:line: what is wrong`.
+    FILE `-` reads the transcript from standard input. Idempotent by each turn's `ref`:
+    importing the same file twice appends nothing. All or nothing: one malformed line fails
+    the whole import with `file:line: what is wrong`, and so does a ref already in the log
+    for a different turn.
     """
     from workers.transcripts import import_transcript
 
-    result = import_transcript(current_home(), file)
+    result = import_transcript(current_home(create=True), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
+    source = "standard input" if str(file) == "-" else file
     click.echo(
-        f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
+        f"Imported {source}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
 
@@ -91,17 +94,20 @@ def _with_filters(fn: F) -> F:
 
 @click.group(invoke_without_command=True)
 @click.pass_context
-@click.option("--limit", "-n", default=50, show_default=True, help="How many events (0: all).")
+@click.option("--limit", "-n", type=click.IntRange(1), default=50, show_default=True,
+              help="How many of the newest events.")
+@click.option("--all", "all_", is_flag=True, help="Every event (no --limit).")
 @_with_filters
 @home_option
 @friendly_errors
-def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str | None,
-           as_json: bool) -> None:
+def events(ctx: click.Context, limit: int, all_: bool, types: tuple[str, ...],
+           stream: str | None, as_json: bool) -> None:
     """List the newest events (oldest first); see `events show` and `events tail`."""
     if ctx.invoked_subcommand is not None:
         return
     with EventLog(current_home().events_db) as log:
-        newest = log.read(0, limit or None, types=types or None, stream=stream, descending=True)
+        newest = log.read(0, None if all_ else limit, types=types or None, stream=stream,
+                          descending=True)
         _print_events(list(reversed(newest)), as_json)
 
 
@@ -118,8 +124,10 @@ def events_show(key: str) -> None:
 
 @events.command("tail")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until Ctrl-C.")
-@click.option("--interval", default=0.5, show_default=True, help="Seconds between polls with -f.")
-@click.option("--limit", "-n", default=10, show_default=True, help="How many events to start with.")
+@click.option("--interval", type=click.FloatRange(0.01), default=0.5, show_default=True,
+              help="Seconds between polls with -f.")
+@click.option("--limit", "-n", type=click.IntRange(0), default=10, show_default=True,
+              help="How many events to start with (0: none, only new ones with -f).")
 @_with_filters
 @home_option
 @friendly_errors

@@ -56,12 +56,14 @@ def _warn_if_behind(store: ProjectionStore) -> None:
 def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: int,
                as_json: bool) -> None:
     """Recall memory for QUERY within a token budget."""
-    from workers.memory.recall import read_queries, recall_each
+    from workers.memory.recall import check_query, read_queries, recall_each
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either QUERY or --queries FILE")
     if queries is not None and not as_json:
         raise click.UsageError("--queries writes JSON lines: add --json")
+    if query is not None:
+        check_query(query)
     home = current_home()
     top_k = k or load_config(home).memory.top_k
     asked: list[tuple[object, str]] = (read_queries(queries) if queries is not None
@@ -87,7 +89,7 @@ def remember(text: str, type_: str) -> None:
     """Remember TEXT: a note in today's journal and a typed memory."""
     from workers.memory.remember import remember as run_remember
 
-    event = run_remember(current_home(), text, type_)
+    event = run_remember(current_home(create=True), text, type_)
     click.echo(f"Remembered {event.id} ({type_}).")
 
 

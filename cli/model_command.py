@@ -31,7 +31,7 @@ def serve_model(model_name: str, port: int, n_ctx: int, threads: int, parallel: 
     models/ directory."""
     from workers.models.llama_server import ServerSpec, assemble, local_model, serve
 
-    home = current_home()
+    home = current_home(create=True)
     model = local_model(model_name)
     click.echo("checking the model file ...", err=True)
     path = assemble(home.models_dir, model)

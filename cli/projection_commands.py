@@ -10,8 +10,8 @@ from .progress import terminal_progress
 
 
 @click.command()
-@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
-              help="Events applied per transaction.")
+@click.option("--batch-size", type=click.IntRange(1), default=DEFAULT_BATCH,
+              show_default=True, help="Events applied per transaction.")
 @click.option("--no-embed", is_flag=True, envvar="DIARIST_NO_EMBED", show_envvar=True,
               help="Skip the embeddings: neither export the embedding model nor embed new "
                    "items (recall stays lexical for them until a later sync or the worker "
@@ -39,8 +39,8 @@ def sync(batch_size: int, no_embed: bool) -> None:
 @click.option("--verify", is_flag=True,
               help="Rebuild into a scratch copy and compare digests with the live projections "
                    "(the live ones are left alone); exit 1 on any difference.")
-@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
-              help="Events applied per transaction.")
+@click.option("--batch-size", type=click.IntRange(1), default=DEFAULT_BATCH,
+              show_default=True, help="Events applied per transaction.")
 @home_option
 @friendly_errors
 def replay(verify: bool, batch_size: int) -> None:

@@ -23,5 +23,5 @@ def worker(workers: int, mining: bool) -> None:
     in-process (presence: a shared lock on var/worker.lock)."""
     from workers.worker import run_worker
 
-    run_worker(current_home(), workers, on_start=lambda line: click.echo(line, err=True),
+    run_worker(current_home(create=True), workers, on_start=lambda line: click.echo(line, err=True),
                mining=mining)

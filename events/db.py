@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -24,3 +28,22 @@ def is_busy(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite giving up on a lock another process held too long."""
     return isinstance(exc, sqlite3.OperationalError) and (
         "locked" in str(exc) or "busy" in str(exc))
+
+
+def retry_busy(action: Callable[[], T], *, timeout: float, first_wait: float = 0.005,
+               max_wait: float = 0.25) -> T:
+    """``action()``, again while SQLite says the database is busy — waiting 5 ms, then twice
+    as long each time up to ``max_wait`` — until ``timeout`` seconds have passed; then the
+    last error is raised. Every connection already waits ``busy_timeout`` on its own (SQLite's
+    busy handler); this is for the few places SQLite answers "locked" at once without
+    calling it, such as switching a fresh file to WAL while another process opens it."""
+    deadline = time.monotonic() + timeout
+    wait = first_wait
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, max_wait)

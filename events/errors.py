@@ -26,7 +26,7 @@ class UnknownEventType(DiaristError):
 class ImportFailed(DiaristError):
     """A transcript failed validation; nothing was appended."""
 
-    hint = "Fix the line named above and run the import again; nothing was imported."
+    hint = "Fix the lines named above and run the import again; nothing was imported."
 
 
 class ConfigError(DiaristError):

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import NotFound
 from .settings import setting
 
 HOME_ENV = "DIARIST_HOME"
@@ -26,6 +27,17 @@ class Home:
     def ensure(self) -> Home:
         self.root.mkdir(parents=True, exist_ok=True)
         return self
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def missing(self) -> NotFound:
+        """The error for a home that does not exist (a mistyped ``--home``, most likely)."""
+        what = "it is a file, not a folder" if self.root.exists() else "the folder does not exist"
+        return NotFound(
+            f"no diarist home at {self.root} ({what})",
+            hint=f"Check --home or ${HOME_ENV} for a typo. `diarist import FILE`, "
+                 "`diarist remember TEXT` or `diarist chat` start a new home there.")
 
     @property
     def events_db(self) -> Path:

@@ -16,15 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import clock
-from .db import write_transaction
-from .errors import ConcurrencyError, NotFound
+from .db import retry_busy, write_transaction
+from .errors import ConcurrencyError, DiaristError, NotFound
 from .ids import new_ulid
 from .migrations import Migrations
 from .types import Event, Payload, Registry
@@ -171,20 +170,13 @@ def _enable_wal(db: sqlite3.Connection) -> None:
     """Switch to WAL, retrying while another process holds a lock: switching a new file's
     journal mode can fail at once with "database is locked" (SQLite skips the busy handler
     there), e.g. when two processes open a fresh home at the same moment."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            mode = None
-        if mode == "wal":
-            return
-        if time.monotonic() >= deadline:
+    def switch() -> None:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
             raise sqlite3.OperationalError(
                 f"database is locked (could not switch to WAL, journal mode {mode})")
-        time.sleep(0.01)
+
+    retry_busy(switch, timeout=BUSY_TIMEOUT_S)
 
 
 class EventLog:
@@ -212,17 +204,22 @@ class EventLog:
         """Append one event (see :class:`NewEvent` for the options)."""
         return self.append_many([NewEvent(stream=stream, data=data, **options)])[0]
 
-    def append_many(self, batch: Sequence[NewEvent]) -> Appended:
+    def append_many(self, batch: Sequence[NewEvent], *,
+                    check: Callable[[], None] | None = None) -> Appended:
         """Append a batch in one transaction: all of it, or (on any error) none of it.
 
         Returns one recorded event per input, in order; an input whose idempotency key is
-        already in the log (or earlier in the batch) gets the original back.
+        already in the log (or earlier in the batch) gets the original back. ``check`` runs
+        first under the write lock (what it reads cannot change before the batch is in);
+        raising refuses the whole batch.
         """
         if not batch:
             return Appended()
         recorded_at = clock.now_iso()
         out = Appended()
         with write_transaction(self.db):
+            if check is not None:
+                check()
             versions: dict[str, int] = {}
             seen_keys: dict[str, RecordedEvent] = {}
             for new in batch:
@@ -258,11 +255,17 @@ class EventLog:
             new_ulid(), new.stream, version, type_name, cls.schema_version, occurred,
             recorded_at, dumps(payload), dumps(meta),
         )
-        cursor = self.db.execute(
-            "INSERT INTO events (id, stream, stream_version, type, schema_version, occurred_at,"
-            " recorded_at, payload, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO events (id, stream, stream_version, type, schema_version,"
+                " occurred_at, recorded_at, payload, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        except UnicodeEncodeError:  # a lone surrogate cannot be written as UTF-8
+            raise DiaristError(
+                f"{type_name} holds text that is not valid Unicode (a lone surrogate)",
+                hint="Remove the broken character and try again; nothing was appended.",
+            ) from None
         versions[new.stream] = version
         event = RecordedEvent(
             seq=_rowid(cursor), id=row[0], stream=new.stream, stream_version=version,
@@ -341,6 +344,16 @@ class EventLog:
         return self.db.execute(
             "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?", (stream,)
         ).fetchone()[0]
+
+    def by_idempotency_keys(self, keys: Sequence[str]) -> dict[str, RecordedEvent]:
+        """The events of those idempotency keys that are in the log, by key."""
+        if not keys:
+            return {}
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE json_extract(meta, '$.idempotency_key')"
+            f" IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
+        events = [self._row_to_event(row) for row in rows]
+        return {e.meta["idempotency_key"]: e for e in events}
 
     def _by_idempotency_key(self, key: str) -> RecordedEvent | None:
         row = self.db.execute(
