@@ -11,7 +11,7 @@ import click
 
 from events import DiaristError, EventLog, Home
 from events.db import is_busy
-from events.home import HOME_ENV
+from events.home import HOME_ENV, tighten
 from projections import ProjectionStore, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,11 +32,23 @@ def home_option(fn: F) -> F:
     )(fn)
 
 
+_checked: set[Home] = set()
+
+
 def current_home() -> Home:
+    """The home this invocation works on, created private (0700) if new; on first use in a
+    process a home with looser modes is tightened, with a one-line note on stderr."""
     ctx = click.get_current_context()
     root = ctx.find_root()
     chosen = (ctx.obj or {}).get("home") or (root.obj or {}).get("home")
-    return Home.resolve(chosen).ensure()
+    home = Home.resolve(chosen).ensure()
+    if home not in _checked:
+        _checked.add(home)
+        changed = tighten(home)
+        if changed:
+            click.echo(f"diarist: made {home.root} private to you (0700 folders, 0600 files;"
+                       f" {changed} changed)", err=True)
+    return home
 
 
 def fail(exc: DiaristError) -> click.ClickException:

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from events.home import UMASK
+
 from .chat import chat
 from .context import home_option
 from .eval_command import eval_cmd
@@ -26,6 +28,7 @@ from .worker_command import worker
 @click.pass_context
 def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
     """diarist: a local memory for LLM agents, kept as an immutable event log."""
+    os.umask(UMASK)  # whatever diarist creates is the user's alone
     ctx.ensure_object(dict)
     setup_logging(json_lines=log_json, verbose=verbose)
 
@@ -38,6 +41,7 @@ for command in (import_, export, sync, replay, events, status, worker, recall_cm
 
 def main() -> None:
     """Console entry point: no traceback reaches a user (tests see the real exception)."""
+    os.umask(UMASK)
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -2,9 +2,12 @@
 and the home's permissions. Real processes and real files."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import pytest
 from events import EventLog, Home
 from events.types import Remembered
 
-from .conftest import REPO, run, subprocess_env
+from .conftest import REPO, run, stop_process, subprocess_env
 
 BURST = 20
 
@@ -142,4 +145,68 @@ def test_a_projection_file_linked_out_of_the_home_is_not_followed(home: Home, tm
     assert result.exit_code == 1 and "symbolic link" in result.output, result.output
     assert victim.read_text() == "precious\n"
     assert (home.memory_dir / name).is_symlink()
+
+
+
+# --- permissions ----------------------------------------------------------------------------
+
+
+def modes(root: Path) -> dict[str, int]:
+    out = {".": root.stat().st_mode & 0o777}
+    for path in root.rglob("*"):
+        if not path.is_symlink():
+            out[path.relative_to(root).as_posix()] = path.stat().st_mode & 0o777
+    return out
+
+
+def test_a_new_home_is_private(tmp_path: Path) -> None:
+    """Every folder 0700, every file 0600 — the log and its -wal/-shm, projections, queue,
+    journals, MEMORY.md, vectors, config — whatever the user's umask."""
+    root = tmp_path / "fresh" / "var"
+    env = {**subprocess_env(Home(root)), "DIARIST_NO_EMBED": "1"}
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"session": "s", "at": "2024-03-01T10:00:00Z",
+                                      "role": "user", "name": "Ann", "text": "I live in Leeds",
+                                      "ref": "r1"}) + "\n")
+    script = ("import os, sys; os.umask(0o022); sys.argv = ['diarist', *sys.argv[1:]];"
+              " from cli.main import main; main()")
+    for args in (["import", str(transcript)], ["sync"], ["remember", "tea, no sugar"],
+                 ["mine", "--heuristic"], ["consolidate", "--heuristic"]):
+        done = subprocess.run([sys.executable, "-c", script, *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    # a reader that keeps the log open, so its -wal and -shm files exist while we look
+    tail = subprocess.Popen([sys.executable, "-c", script, "events", "tail", "-f"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / "events.db-shm").exists():
+            assert time.monotonic() < deadline and tail.poll() is None
+            time.sleep(0.05)
+        found = modes(root)
+    finally:
+        stop_process(tail)
+    assert {"events.db", "events.db-wal", "events.db-shm", "projections.db", "queue.db",
+            "memory/MEMORY.md", "memory/2024-03-01.md"} <= set(found), found
+    loose = {name: oct(mode) for name, mode in found.items()
+             if mode != (0o700 if (root / name).is_dir() else 0o600)}
+    assert not loose, loose
+
+
+def test_an_existing_home_is_tightened_once_with_a_note(home: Home, tmp_path: Path) -> None:
+    run("remember", "a note")
+    os.chmod(home.root, 0o755)
+    for path in home.root.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    done = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "status"],
+                          env=subprocess_env(home), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "private to you" in line]
+    assert len(notes) == 1 and str(home.root) in notes[0], done.stderr
+    found = modes(home.root)
+    assert all(mode == (0o700 if (home.root / name).is_dir() else 0o600)
+               for name, mode in found.items()), found
+    again = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "status"],
+                           env=subprocess_env(home), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "private" not in again.stderr
 
