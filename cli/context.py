@@ -14,6 +14,8 @@ from events.db import is_busy
 from events.home import HOME_ENV, tighten
 from projections import ProjectionStore, open_store
 
+from .output import echo, visible
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -46,7 +48,7 @@ def current_home() -> Home:
         _checked.add(home)
         changed = tighten(home)
         if changed:
-            click.echo(f"diarist: made {home.root} private to you (0700 folders, 0600 files;"
+            echo(f"diarist: made {home.root} private to you (0700 folders, 0600 files;"
                        f" {changed} changed)", err=True)
     return home
 
@@ -55,7 +57,7 @@ def fail(exc: DiaristError) -> click.ClickException:
     message = str(exc)
     if exc.hint:
         message += f"\nHint: {exc.hint}"
-    return click.ClickException(message)
+    return click.ClickException(visible(message))
 
 
 def friendly_errors(fn: F) -> F:

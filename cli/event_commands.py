@@ -14,6 +14,7 @@ from events.transcript import export_lines
 
 from .context import current_home, friendly_errors, home_option
 from .logging_setup import log as logger
+from .output import echo
 
 
 @click.command("import")
@@ -30,7 +31,7 @@ def import_(file: Path) -> None:
 
     result = import_transcript(current_home(), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
-    click.echo(
+    echo(
         f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
@@ -49,10 +50,10 @@ def export(output: Path | None) -> None:
     if output is None:
         with EventLog(home.events_db) as log:
             for line in export_lines(log):
-                click.echo(line)
+                click.echo(line)  # data, byte for byte: not made visible (cli/output.py)
         return
     count = export_transcript(home, output)
-    click.echo(f"Exported {count} turns to {output}.", err=True)
+    echo(f"Exported {count} turns to {output}.", err=True)
 
 
 def _summary(event: dict) -> str:
@@ -68,10 +69,10 @@ def _print_events(events: Iterable[RecordedEvent], as_json: bool) -> None:
     for event in events:
         data = event.to_json()
         if as_json:
-            click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+            echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
         else:
             ref = f" ref={event.ref}" if event.ref else ""
-            click.echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
+            echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
                        f"{event.stream}#{event.stream_version}{ref}  {_summary(data)}")
 
 
@@ -112,7 +113,7 @@ def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str |
 def events_show(key: str) -> None:
     """Show one event in full, by seq, id or ref."""
     with EventLog(current_home().events_db) as log:
-        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
+        echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
                               sort_keys=True))
 
 

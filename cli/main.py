@@ -16,6 +16,7 @@ from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
 from .night_commands import consolidate, dream, maintain, mine
+from .output import echo
 from .projection_commands import replay, status, sync
 from .worker_command import worker
 
@@ -45,20 +46,23 @@ def main() -> None:
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+        echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, click.UsageError):
+            exc.show()  # with the usage line; click quotes the values it names
+        else:
+            echo(f"Error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
+        echo("Interrupted.", err=True)
         sys.exit(130)
     except Exception as exc:  # the last resort: no traceback reaches a user
         if os.environ.get("DIARIST_DEBUG"):
             raise
-        click.echo(f"Error: unexpected {type(exc).__name__}: {exc}\n"
+        echo(f"Error: unexpected {type(exc).__name__}: {exc}\n"
                    "Hint: re-run with DIARIST_DEBUG=1 for a traceback, and report it.", err=True)
         sys.exit(1)
     if isinstance(code, int) and code:

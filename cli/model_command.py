@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 
 @click.command("serve-model")
@@ -29,14 +30,14 @@ def serve_model(model_name: str, port: int, n_ctx: int, threads: int) -> None:
 
     home = current_home()
     model = local_model(model_name)
-    click.echo("checking the model file ...", err=True)
+    echo("checking the model file ...", err=True)
     path = assemble(home.models_dir, model)
     spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads, alias=model.alias)
-    click.echo(f"loading {model.alias} (context {n_ctx}) ...", err=True)
+    echo(f"loading {model.alias} (context {n_ctx}) ...", err=True)
 
     def ready() -> None:
-        click.echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
+        echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
                    f"diarist chat --backend openai --base-url {spec.base_url}", err=True)
 
     serve(spec, on_ready=ready)
-    click.echo("stopped.", err=True)
+    echo("stopped.", err=True)
