@@ -11,7 +11,7 @@ from events.home import UMASK
 from .chat import chat
 from .context import home_option
 from .eval_command import eval_cmd
-from .event_commands import events, export, import_
+from .event_commands import events, export, import_, redact
 from .logging_setup import setup_logging
 from .memory_commands import journal, memory, recall_cmd, remember
 from .model_command import serve_model
@@ -36,7 +36,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
 
 for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
                 journal, memory, chat, serve_model, mine, dream, consolidate, maintain,
-                eval_cmd):
+                eval_cmd, redact):
     cli.add_command(command)
 
 
