@@ -2,6 +2,7 @@
 that no secret reaches anything derived from the log."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,26 @@ def test_log_lines_are_scrubbed(capsys: pytest.CaptureFixture[str]) -> None:
         assert "boom DB_PASSWORD=" in err and "[secret]" in err, err
         assert not leaks(err), (leaks(err), err)
     setup_logging(json_lines=False, verbose=0)
+
+
+def test_the_shadow_journal_neither_sends_nor_records_a_secret(home: Home) -> None:
+    """The per-exchange extraction is a prompt built for memory: the turns are scrubbed
+    before the model sees them, and a secret the model repeats anyway is masked before
+    `FactsExtracted` is appended (so the log holds no second copy for redact to chase)."""
+    from events import EventLog
+    from projections import open_store
+    from workers.chat.shadow_journal import shadow_journal
+
+    from .test_extract import Recording, exchange
+
+    backend = Recording(json.dumps([f"User's key is {S['openai']}",
+                                    f"User's DB_PASSWORD={S['db']}"]))
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        session, user_id, assistant_id = exchange(
+            home, log, store, backend, text=f"my key is {S['openai']}, DB_PASSWORD={S['db']}")
+        event = shadow_journal(home, log, session.id, user_id, assistant_id, backend,
+                               store=store)
+    assert event is not None
+    assert not leaks(json.dumps(backend.extraction_calls()))
+    assert "[secret]" in json.dumps(backend.extraction_calls())
+    assert not leaks(json.dumps(event.payload)) and "[secret]" in event.payload["facts"][0]
