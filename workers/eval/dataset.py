@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,12 +69,12 @@ class Conversation:
     """One home's worth: the turns to import and the questions asked about them."""
 
     id: str
-    turns: tuple[dict[str, str], ...]
+    turns: Sequence[dict[str, str]]      # a tuple, or read from the file when used (LongMemEval)
     questions: tuple[Question, ...]
-    session_of: dict[str, str] = field(default_factory=dict, compare=False)  # ref → session
+    session_of: Mapping[str, str] = field(default_factory=dict, compare=False)  # ref → session
 
     def __post_init__(self) -> None:
-        if not self.session_of:
+        if isinstance(self.session_of, dict) and not self.session_of:
             self.session_of.update({t["ref"]: t["session"] for t in self.turns})
 
     def transcript_lines(self) -> list[str]:
