@@ -113,3 +113,21 @@ def test_the_chat_never_prints_control_characters(hostile: dict[str, str]) -> No
     assert "assistant> echo:" in result.output
     assert "\nsay \\u001b[2J \\u001b]0;pwned\\u0007" in result.output  # the echoed reply
     assert "\\u001b]0;pwned\\u0007world" in result.output  # /recall showed the turn
+
+
+def test_every_print_in_cli_goes_through_the_one_helper() -> None:
+    """`cli/output.py` is the only place that calls click.echo (and export's raw data line,
+    marked as such); a new command that printed stored text raw would fail here."""
+    import re
+
+    from .conftest import REPO
+
+    raw = []
+    for path in sorted((REPO / "cli").glob("*.py")):
+        if path.name == "output.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"click\.(echo|secho)\(|\bprint\(|sys\.stdout\.write", line) \
+                    and "not made visible (cli/output.py)" not in line:
+                raw.append(f"{path.name}:{n}: {line.strip()}")
+    assert raw == []
