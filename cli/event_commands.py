@@ -1,4 +1,4 @@
-"""Commands over the event log itself: import, export, events."""
+"""Commands over the event log itself: import, export, events, redact."""
 from __future__ import annotations
 
 import json
@@ -14,6 +14,7 @@ from events.transcript import export_lines
 
 from .context import current_home, friendly_errors, home_option
 from .logging_setup import log as logger
+from .output import echo
 
 
 @click.command("import")
@@ -33,7 +34,7 @@ def import_(file: Path) -> None:
     result = import_transcript(current_home(create=True), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
     source = "standard input" if str(file) == "-" else file
-    click.echo(
+    echo(
         f"Imported {source}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
@@ -52,10 +53,10 @@ def export(output: Path | None) -> None:
     if output is None:
         with EventLog(home.events_db) as log:
             for line in export_lines(log):
-                click.echo(line)
+                click.echo(line)  # data, byte for byte: not made visible (cli/output.py)
         return
     count = export_transcript(home, output)
-    click.echo(f"Exported {count} turns to {output}.", err=True)
+    echo(f"Exported {count} turns to {output}.", err=True)
 
 
 def _summary(event: dict) -> str:
@@ -71,10 +72,10 @@ def _print_events(events: Iterable[RecordedEvent], as_json: bool) -> None:
     for event in events:
         data = event.to_json()
         if as_json:
-            click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+            echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
         else:
             ref = f" ref={event.ref}" if event.ref else ""
-            click.echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
+            echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
                        f"{event.stream}#{event.stream_version}{ref}  {_summary(data)}")
 
 
@@ -118,7 +119,7 @@ def events(ctx: click.Context, limit: int, all_: bool, types: tuple[str, ...],
 def events_show(key: str) -> None:
     """Show one event in full, by seq, id or ref."""
     with EventLog(current_home().events_db) as log:
-        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
+        echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
                               sort_keys=True))
 
 
@@ -145,3 +146,50 @@ def events_tail(follow: bool, interval: float, limit: int, types: tuple[str, ...
             _print_events(log.read(position, upto=head, types=types or None, stream=stream),
                           as_json)
             position = head
+
+
+@click.command()
+@click.argument("key", metavar="EVENT_ID|REF")
+@click.option("--pattern", help="Mask this text (literally) instead of what the scrubber finds.")
+@click.option("--regex", is_flag=True, help="Read --pattern as a Python regular expression.")
+@click.option("--reason", default="", help="Why (kept in the `Redacted` event).")
+@click.option("--dry-run", is_flag=True, help="Say what would be masked; change nothing.")
+@home_option
+@friendly_errors
+def redact(key: str, pattern: str | None, regex: bool, reason: str, dry_run: bool) -> None:
+    """Remove a secret from the log itself: mask it in the event KEY names (seq, id or ref)
+    and wherever the log repeats it, record `Redacted` (what and when, never the secret),
+    rebuild the projections and compact every database."""
+    from workers.redaction.redact import redact as run_redact
+
+    if regex and pattern is None:
+        raise click.UsageError("--regex needs --pattern")
+    report = run_redact(current_home(), key, pattern=pattern, regex=regex, reason=reason,
+                        dry_run=dry_run)
+    named = f"event {report.event.seq} ({report.event.type} {report.event.id})"
+    what = f" ({', '.join(report.kinds)})" if report.kinds else ""
+    if report.events:
+        where = "; ".join(f"{e['seq']} {e['type']}: {', '.join(e['fields'])}"
+                          for e in report.events)
+        verb = "Would mask" if dry_run else "Masked"
+        echo(f"{verb} {report.masked} span(s){what} found by the {report.how} in "
+             f"{len(report.events)} event(s): {where}.")
+    else:
+        echo(f"Nothing left to mask in {named}: redacted before "
+             f"({', '.join(t[:19] for t in report.previously)}).")
+    if report.redacted is not None:
+        echo(f"Recorded Redacted {report.redacted.id}.")
+    done = report.compaction
+    if done is None:
+        return
+    echo(f"Projections rebuilt; vacuumed {', '.join(done.vacuumed) or 'nothing'}"
+         + (f"; {done.queue_entries} queue entr(ies) removed" if done.queue_entries else "")
+         + (f"; {done.vectors} cached vector(s) dropped" if done.vectors else "") + ".")
+    if done.busy:
+        echo(f"Warning: another process holds {', '.join(done.busy)} open, so old pages stay "
+             "in the -wal file until it closes; stop it (`diarist worker`, a chat) and run "
+             "this command again.", err=True)
+    if done.leftovers:
+        echo("Warning: these files under the home still hold the masked text (not diarist's"
+             f" to rewrite — delete or redact them yourself): {', '.join(done.leftovers)}",
+             err=True)

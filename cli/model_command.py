@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 
 @click.command("serve-model")
@@ -33,16 +34,16 @@ def serve_model(model_name: str, port: int, n_ctx: int, threads: int, parallel: 
 
     home = current_home(create=True)
     model = local_model(model_name)
-    click.echo("checking the model file ...", err=True)
+    echo("checking the model file ...", err=True)
     path = assemble(home.models_dir, model)
     spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads, alias=model.alias,
                       parallel=parallel)
-    click.echo(f"loading {model.alias} (context {n_ctx}"
-               f"{f', {parallel} slots' if parallel > 1 else ''}) ...", err=True)
+    echo(f"loading {model.alias} (context {n_ctx}"
+         f"{f', {parallel} slots' if parallel > 1 else ''}) ...", err=True)
 
     def ready() -> None:
-        click.echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
+        echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
                    f"diarist chat --backend openai --base-url {spec.base_url}", err=True)
 
     serve(spec, on_ready=ready)
-    click.echo("stopped.", err=True)
+    echo("stopped.", err=True)

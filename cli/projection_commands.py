@@ -6,6 +6,7 @@ import click
 from projections.engine import DEFAULT_BATCH
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 from .progress import terminal_progress
 
 
@@ -29,9 +30,9 @@ def sync(batch_size: int, no_embed: bool) -> None:
     report = run_sync(current_home(), batch_size=batch_size, embed=not no_embed,
                       progress=terminal_progress)
     for name, position in report.positions.items():
-        click.echo(f"{name}: at {position} (+{report.moved[name]})")
+        echo(f"{name}: at {position} (+{report.moved[name]})")
     if report.embedded is not None:
-        click.echo(f"embeddings: {report.embedded} embedded with {report.model}, "
+        echo(f"embeddings: {report.embedded} embedded with {report.model}, "
                    f"{report.pending} pending")
 
 
@@ -51,16 +52,16 @@ def replay(verify: bool, batch_size: int) -> None:
     home = current_home()
     if not verify:
         for status in run_replay(home, batch_size=batch_size, progress=terminal_progress):
-            click.echo(f"{status.name}: rebuilt to {status.position}")
+            echo(f"{status.name}: rebuilt to {status.position}")
         return
     verdicts = run_verify(home, batch_size=batch_size)
     for v in verdicts:
         detail = "" if v.live == v.rebuilt else " vs rebuilt " + v.rebuilt[:16]
         detail += f"; {v.problem}" if v.problem else ""
-        click.echo(f"{v.name}: {'ok' if v.same else 'DIFFERS'} at {v.position} "
+        echo(f"{v.name}: {'ok' if v.same else 'DIFFERS'} at {v.position} "
                    f"(digest {v.live[:16]}{detail})")
     if not all(v.same for v in verdicts):
-        click.echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
+        echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
                    err=True)
         raise SystemExit(1)
 
@@ -73,4 +74,4 @@ def status() -> None:
     from workers.sync.status import status_lines
 
     for line in status_lines(current_home()):
-        click.echo(line)
+        echo(line)

@@ -10,6 +10,11 @@
   Appends take the write lock with ``BEGIN IMMEDIATE``; several processes may append at once.
 - An append whose ``idempotency_key`` is already in the log appends nothing and returns the
   original event.
+- The one sanctioned exception (``diarist redact``, :meth:`EventLog.rewrite_payloads`): an
+  UPDATE that changes only ``payload``, of a row whose ``seq`` and exact new payload are
+  named in ``events_redaction`` — a permit written, used and deleted inside the redaction's
+  own transaction together with its ``Redacted`` event. An UPDATE without a matching permit
+  row, or one that touches any other column, is still rejected.
 """
 from __future__ import annotations
 
@@ -82,6 +87,24 @@ def m001_events(db: sqlite3.Connection) -> None:
                               = json_extract(NEW.meta, '$.idempotency_key')
                           AND json_extract(meta, '$.idempotency_key') IS NOT NULL)
            BEGIN SELECT RAISE(ABORT, 'events is append-only: INSERT would replace a row'); END"""
+    )
+
+
+@migrations()
+def m002_redaction_permit(db: sqlite3.Connection) -> None:
+    """The guarded path of ``diarist redact``: see the module doc."""
+    db.execute("CREATE TABLE events_redaction (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
+    db.execute("DROP TRIGGER events_no_update")
+    db.execute(
+        """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+           WHEN NOT EXISTS (SELECT 1 FROM events_redaction
+                            WHERE seq = OLD.seq AND payload = NEW.payload)
+             OR NEW.seq IS NOT OLD.seq OR NEW.id IS NOT OLD.id OR NEW.stream IS NOT OLD.stream
+             OR NEW.stream_version IS NOT OLD.stream_version OR NEW.type IS NOT OLD.type
+             OR NEW.schema_version IS NOT OLD.schema_version
+             OR NEW.occurred_at IS NOT OLD.occurred_at OR NEW.recorded_at IS NOT OLD.recorded_at
+             OR NEW.meta IS NOT OLD.meta
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END"""
     )
 
 
@@ -276,7 +299,43 @@ class EventLog:
             seen_keys[key] = event
         return event, True
 
+    def rewrite_payloads(self, payloads: dict[int, Payload], record: NewEvent) -> RecordedEvent:
+        """``diarist redact``'s one change of history: in ONE transaction, replace the stored
+        payload of each event ``seq`` in ``payloads`` (as stored: not upcast) and append
+        ``record`` (its ``Redacted`` event) — both, or on any error neither. Each UPDATE
+        passes the append-only trigger only through its permit row (module doc), which is
+        deleted before the commit."""
+        recorded_at = clock.now_iso()
+        self.db.execute("PRAGMA secure_delete=ON")  # freed cells and pages are zeroed
+        with write_transaction(self.db):
+            for seq, payload in sorted(payloads.items()):
+                text = dumps(payload)
+                self.db.execute("INSERT INTO events_redaction (seq, payload) VALUES (?, ?)",
+                                (seq, text))
+                changed = self.db.execute("UPDATE events SET payload = ? WHERE seq = ?",
+                                          (text, seq)).rowcount
+                self.db.execute("DELETE FROM events_redaction WHERE seq = ?", (seq,))
+                if changed != 1:
+                    raise NotFound(f"no event at seq {seq}")
+            event, _ = self._append_one(record, recorded_at, {}, {})
+        return event
+
     # --- reading ------------------------------------------------------------------------
+
+    def stored_payload(self, seq: int) -> Payload:
+        """The payload of the event at ``seq`` as stored (not upcast)."""
+        row = self.db.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise NotFound(f"no event at seq {seq}", hint="List events with `diarist events`.")
+        return json.loads(row[0])
+
+    def stored_payloads(self, containing: Sequence[str] = ()) -> Iterator[tuple[int, Payload]]:
+        """``(seq, payload as stored — not upcast)`` of every event whose stored JSON holds
+        any of ``containing`` (every event when empty), oldest first."""
+        where = " OR ".join("instr(payload, ?) > 0" for _ in containing) or "1"
+        for seq, payload in self.db.execute(
+                f"SELECT seq, payload FROM events WHERE {where} ORDER BY seq", list(containing)):
+            yield seq, json.loads(payload)
 
     def read(self, after: int = 0, limit: int | None = None, *, upto: int | None = None,
              types: Iterable[str] | None = None, stream: str | None = None,

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from events import EventLog, Home, RecordedEvent
 from events.db import write_transaction
 from events.errors import NotFound
 from events.log import connect
+
+from .files import contained, remove_stale_temps, write_file
 
 DEFAULT_BATCH = 1000
 Progress = Callable[[int], None]
@@ -69,26 +69,6 @@ class Projector(ABC):
     def file_content(self, db: sqlite3.Connection, name: str) -> str | None:
         """The file's content from the projection's rows (None: the file should not exist)."""
         return None
-
-
-def fsync_file(path: Path) -> None:
-    """Flush a file's data to disk."""
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def write_file(path: Path, content: str | None) -> None:
-    """Replace ``path`` atomically (temp file, fsync, rename); None removes it."""
-    if content is None:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def mark_dirty(db: sqlite3.Connection, projector: Projector, name: str) -> None:
@@ -196,16 +176,29 @@ class ProjectionStore:
         return sorted(name for name in names if projector.owns_file(name))
 
     def materialize(self, projector: Projector) -> int:
-        """Write every dirty file of ``projector`` from its rows; returns how many."""
-        names = [row[0] for row in self.db.execute(
-            "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file", (projector.name,))]
-        for name in names:
-            if not projector.owns_file(name):
-                raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
-            content = projector.file_content(self.db, name)
-            write_file(self.files_dir / name, content)
-            self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
-                            (projector.name, name))
+        """Write every dirty file of ``projector`` from its rows; returns how many.
+
+        Under the projection database's write lock: the rows a file is rendered from cannot
+        change while it is written, and two processes never write the same file at once — so
+        the last file written always shows the last committed rows (a writer that rendered
+        older rows can no longer rename over a newer file). A crash before the commit leaves
+        the marks, and the next catch-up writes the files again."""
+        if self.db.execute("SELECT 1 FROM projection_dirty WHERE name = ? LIMIT 1",
+                           (projector.name,)).fetchone() is None:
+            return 0
+        with write_transaction(self.db):
+            names = [row[0] for row in self.db.execute(
+                "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file",
+                (projector.name,))]
+            if names:
+                remove_stale_temps(self.files_dir)  # left by a writer killed mid-write
+            for name in names:
+                if not projector.owns_file(name):
+                    raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
+                path = contained(self.files_dir, name)
+                write_file(path, projector.file_content(self.db, name))
+                self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
+                                (projector.name, name))
         return len(names)
 
     # --- work ---------------------------------------------------------------------------

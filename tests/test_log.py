@@ -273,10 +273,10 @@ def test_missing_upcaster_is_a_clear_error() -> None:
 
 def test_migrations_are_recorded_and_run_once(log: EventLog) -> None:
     rows = log.db.execute("SELECT migration_set, name FROM _migrations").fetchall()
-    assert rows == [("events", "m001_events")]
+    assert rows == [("events", "m001_events"), ("events", "m002_redaction_permit")]
     assert migrations.apply(log.db) == []
     EventLog(log.path).close()  # reopening applies nothing again
-    assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 1
+    assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 2
 
 
 def test_retry_busy_waits_out_a_lock_and_gives_up_in_time() -> None:
