@@ -15,6 +15,7 @@ from events.config import load_config
 from projections import ProjectionStore, open_store
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 if TYPE_CHECKING:  # imported when a chat starts: other commands start faster without them
     from workers.chat.handoff import AfterReply
@@ -55,12 +56,12 @@ def _status(session: ChatSession) -> str:
 
 def _clear(session: ChatSession, args: list[str]) -> None:
     session.clear()
-    click.echo("History cleared; memory will be injected again on your next message.")
+    echo("History cleared; memory will be injected again on your next message.")
 
 
 def _summarize(session: ChatSession, args: list[str]) -> None:
     summary = session.compress(force=True)
-    click.echo(f"Compressed: {summary}" if summary else "Nothing to compress yet.")
+    echo(f"Compressed: {summary}" if summary else "Nothing to compress yet.")
 
 
 def _memory(session: ChatSession, args: list[str]) -> None:
@@ -73,10 +74,10 @@ def _memory(session: ChatSession, args: list[str]) -> None:
 
 
 SLASH: dict[str, Callable[[ChatSession, list[str]], None]] = {
-    "help": lambda _s, _a: click.echo(HELP),
+    "help": lambda _s, _a: echo(HELP),
     "clear": _clear,
     "summarize": _summarize,
-    "status": lambda s, _a: click.echo(_status(s)),
+    "status": lambda s, _a: echo(_status(s)),
     "recall": lambda _s, a: _run_cli(["recall", " ".join(a)]),
     "remember": lambda _s, a: _run_cli(["remember", " ".join(a)]),
     "journal": lambda _s, a: _run_cli(["journal", *a]),
@@ -89,14 +90,14 @@ def _slash(session: ChatSession, line: str) -> bool:
     try:
         parts = shlex.split(line[1:])
     except ValueError as exc:
-        click.echo(f"Could not read that command ({exc}).")
+        echo(f"Could not read that command ({exc}).")
         return True
     command, args = (parts[0], parts[1:]) if parts else ("help", [])
     if command in ("exit", "quit"):
         return False
     handler = SLASH.get(command)
     if handler is None:
-        click.echo(f"Unknown command /{command}.\n{HELP}")
+        echo(f"Unknown command /{command}.\n{HELP}")
     else:
         handler(session, args)
     return True
@@ -110,22 +111,22 @@ def _profile(session: ChatSession, args: list[str]) -> None:
 
     if args and args[0] == "set":
         if len(args) < 3:
-            click.echo("Usage: /memory profile set KEY VALUE")
+            echo("Usage: /memory profile set KEY VALUE")
             return
         set_profile_field(session.log, session.store, args[1], " ".join(args[2:]))
-        click.echo(f"Profile: {args[1]} set (used from the next injection; "
+        echo(f"Profile: {args[1]} set (used from the next injection; "
                    "/clear to re-inject now).")
         return
     if args:
-        click.echo("Usage: /memory profile [set KEY VALUE]")
+        echo("Usage: /memory profile [set KEY VALUE]")
         return
     lines = list_memories(session.store.db, "workspace_profile")
     if not lines:
-        click.echo("No workspace profile yet. Set a field with /memory profile set KEY VALUE.")
+        echo("No workspace profile yet. Set a field with /memory profile set KEY VALUE.")
         return
-    click.echo("[workspace profile]")
+    echo("[workspace profile]")
     for memory in lines:
-        click.echo(f"  {memory.content}")
+        echo(f"  {memory.content}")
 
 
 def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool,
@@ -140,23 +141,23 @@ def _onboard(home: Home, log: EventLog, store: ProjectionStore, force: bool,
     )
 
     for warning in detect_here(home, log, Path.cwd()):
-        click.echo(f"(project facts: {warning})", err=True)
+        echo(f"(project facts: {warning})", err=True)
     _catch_up(store, shown)
     if not should_ask(log, store, force=force, interactive=sys.stdin.isatty()):
         return
-    click.echo("Welcome to diarist. A few questions for your profile (Enter skips):")
+    echo("Welcome to diarist. A few questions for your profile (Enter skips):")
     answers: dict[str, str] = {}
     for key, question in ONBOARDING_QUESTIONS:
         try:
             answers[key] = click.prompt(question, default="", show_default=False)
         except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
-            click.echo()
+            echo()
             break
     if record_answers(log, answers):
-        click.echo("Saved. See or change it with /memory profile.")
+        echo("Saved. See or change it with /memory profile.")
         _catch_up(store, shown)
     else:
-        click.echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
+        echo("Skipped; I will not ask again (`diarist chat --onboard` asks; "
                    "/memory profile set KEY VALUE sets one field).")
 
 
@@ -168,7 +169,7 @@ def _catch_up(store: ProjectionStore, shown: set[str]) -> None:
     warning = catch_up_after_append(store)
     if warning and warning not in shown:
         shown.add(warning)
-        click.echo(f"(warning: {warning})", err=True)
+        echo(f"(warning: {warning})", err=True)
 
 
 LABEL_CHARS = 60  # of a tool call's main argument, shown instead of its JSON
@@ -270,7 +271,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     from workers.chat.session import ChatSession
     from workers.llm import make_backend
 
-    home = current_home()
+    home = current_home(create=True)
     config = load_config(home)
     llm = make_backend(backend, model=model, base_url=base_url, script=script, llm=config.llm)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
@@ -280,17 +281,17 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
         session = ChatSession(home, log, store, llm, config, notify=line.note,
                               tools=config.memory.tools if tools is None else tools)
         session.start()
-        click.echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
+        echo(f"diarist chat — {llm.name} {llm.model}, context {session.window} tokens, "
                    f"memory budget {session.budget}. /help for commands.")
         shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
         after = AfterReply(home, session, store, shadow=shadow,
-                           echo=lambda text: click.echo(text, err=True), warned=shown)
+                           echo=lambda text: echo(text, err=True), warned=shown)
         try:
             _loop(session, after, line)
         finally:
             session.end()
             after.finish()
-    click.echo(f"Session ended ({session.turns} turns).")
+    echo(f"Session ended ({session.turns} turns).")
 
 
 class _Line:
@@ -301,17 +302,17 @@ class _Line:
         self.open = False
 
     def write(self, piece: str) -> None:
-        click.echo(piece, nl=False)
+        echo(piece, nl=False)
         if piece:
             self.open = not piece.endswith("\n")
 
     def note(self, text: str) -> None:
         self.end()
-        click.echo(text)
+        echo(text)
 
     def end(self, suffix: str = "") -> None:
         if self.open or suffix:
-            click.echo(suffix)
+            echo(suffix)
         self.open = False
 
 
@@ -322,7 +323,7 @@ def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None
         try:
             line = click.prompt("you", prompt_suffix="> ", default="", show_default=False)
         except (EOFError, click.exceptions.Abort, KeyboardInterrupt):
-            click.echo()
+            echo()
             return
         line = line.strip()
         if not line:
@@ -343,6 +344,6 @@ def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None
         out.end(" [interrupted]" if reply.interrupted else "")
         stats = reply.stats
         if stats.tokens_per_sec:
-            click.echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)",
+            echo(f"  ({stats.reply_tokens} tokens, {stats.tokens_per_sec:.1f} tok/s)",
                        err=True)
         after.reply_done(reply)  # after the reply is shown: catch up, or hand it to a worker

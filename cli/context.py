@@ -12,8 +12,10 @@ import click
 from events import DiaristError, EventLog, Home
 from events.db import is_busy
 from events.health import explain
-from events.home import HOME_ENV
+from events.home import HOME_ENV, tighten
 from projections import ProjectionStore, open_store
+
+from .output import echo, visible
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,18 +35,47 @@ def home_option(fn: F) -> F:
     )(fn)
 
 
-def current_home() -> Home:
+_checked: set[Home] = set()
+
+
+def current_home(*, create: bool = False) -> Home:
+    """The home this command works on. It must exist — a mistyped ``--home`` is an error
+    that creates nothing — unless ``create`` (the commands that start a home: import,
+    remember, chat, worker …): their library call creates it (private, 0700) once the input
+    is valid, and the command then says so on stderr. On first use in a process a home with
+    looser modes is tightened, with a one-line note on stderr."""
     ctx = click.get_current_context()
     root = ctx.find_root()
     chosen = (ctx.obj or {}).get("home") or (root.obj or {}).get("home")
-    return Home.resolve(chosen).ensure()
+    home = Home.resolve(chosen)
+    if home.exists():
+        _tighten_once(home)
+        return home
+    if not create:
+        raise fail(home.missing())
+
+    def note() -> None:
+        if home.exists():
+            echo(f"(created a new diarist home at {home.root})", err=True)
+
+    ctx.call_on_close(note)
+    return home
+
+
+def _tighten_once(home: Home) -> None:
+    if home not in _checked:
+        _checked.add(home)
+        changed = tighten(home)
+        if changed:
+            echo(f"diarist: made {home.root} private to you (0700 folders, 0600 files;"
+                 f" {changed} changed)", err=True)
 
 
 def fail(exc: DiaristError) -> click.ClickException:
     message = str(exc)
     if exc.hint:
         message += f"\nHint: {exc.hint}"
-    return click.ClickException(message)
+    return click.ClickException(visible(message))
 
 
 def friendly_errors(fn: F) -> F:

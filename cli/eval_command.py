@@ -13,6 +13,7 @@ import click
 from projections.engine import Progress
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 
 @contextlib.contextmanager
@@ -83,7 +84,7 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
     settings = (AnswerSettings(backend, model, base_url, script, max_tokens, cache)
                 if answer else None)
     request = EvalRequest(
-        dataset, current_home(),
+        dataset, current_home(create=True),
         EvalOptions(limit=limit, sample=sample, seed=seed, categories=categories, keep=keep,
                     embed=not no_embed, window=window),
         settings, report, export)
@@ -92,18 +93,18 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
     except KeyboardInterrupt:
         where = f" Answers so far are cached in {answer_cache_path(request.workspace, settings)}." \
             if settings else ""
-        click.echo(f"Interrupted.{where} Run the same command again to resume.", err=True)
+        echo(f"Interrupted.{where} Run the same command again to resume.", err=True)
         sys.exit(130)
     if outcome.exported:
-        click.echo(f"Wrote {len(outcome.exported)} files to {export}.")
+        echo(f"Wrote {len(outcome.exported)} files to {export}.")
         return
     assert outcome.report is not None
     if as_json:
-        click.echo(json.dumps(outcome.report, ensure_ascii=False))
+        echo(json.dumps(outcome.report, ensure_ascii=False))
     else:
-        click.echo(terminal_table(outcome.report))
+        echo(terminal_table(outcome.report))
     if settings:
-        click.echo(f"({outcome.asked} replies asked, {outcome.reused} from the cache "
+        echo(f"({outcome.asked} replies asked, {outcome.reused} from the cache "
                    f"{outcome.cache})", err=True)
     if outcome.written:
-        click.echo(f"Report: {outcome.written[0]}", err=True)
+        echo(f"Report: {outcome.written[0]}", err=True)

@@ -1,4 +1,4 @@
-"""Commands over the event log itself: import, export, events."""
+"""Commands over the event log itself: import, export, events, redact."""
 from __future__ import annotations
 
 import json
@@ -13,24 +13,28 @@ from events import EventLog, RecordedEvent
 
 from .context import current_home, friendly_errors, home_option
 from .logging_setup import log as logger
+from .output import echo
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @home_option
 @friendly_errors
 def import_(file: Path) -> None:
     """Import a transcript (JSONL, one turn a line) into the event log.
 
-    Idempotent by each turn's `ref`: importing the same file twice appends nothing. All or
-    nothing: one malformed line fails the whole import with `file:line: what is wrong`.
+    FILE `-` reads the transcript from standard input. Idempotent by each turn's `ref`:
+    importing the same file twice appends nothing. All or nothing: one malformed line fails
+    the whole import with `file:line: what is wrong`, and so does a ref already in the log
+    for a different turn.
     """
     from workers.transcripts import import_transcript
 
-    result = import_transcript(current_home(), file)
+    result = import_transcript(current_home(create=True), file)
     logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
-    click.echo(
-        f"Imported {file}: {result.turns} turns in {result.sessions} sessions; "
+    source = "standard input" if str(file) == "-" else file
+    echo(
+        f"Imported {source}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
 
@@ -48,12 +52,14 @@ def export(output: Path | None) -> None:
     on standard error."""
     from workers.transcripts import export_transcript
 
-    result = export_transcript(current_home(), output, click.echo)
+    result = export_transcript(
+        current_home(), output,
+        lambda line: click.echo(line))  # data, byte for byte: not made visible (cli/output.py)
     if output is not None:
-        click.echo(f"Exported {result.turns} turns to {output}.", err=True)
+        echo(f"Exported {result.turns} turns to {output}.", err=True)
     for event in result.unreadable:
-        click.echo(f"Warning: {event.label()} could not be read ({event.problem}); written "
-                   "raw as an `unreadable` line, which `diarist import` refuses.", err=True)
+        echo(f"Warning: {event.label()} could not be read ({event.problem}); written "
+             "raw as an `unreadable` line, which `diarist import` refuses.", err=True)
 
 
 @click.command()
@@ -69,10 +75,10 @@ def backup(folder: Path) -> None:
     from workers.backup import backup as run_backup
 
     done = run_backup(current_home(), folder)
-    click.echo(f"Backed up {done.events} events (up to seq {done.head}, "
-               f"{done.size / 1e6:.1f} MB, integrity ok) to {done.folder}: "
-               + ", ".join(p.name for p in done.files) + ".")
-    click.echo("Restore: copy them into a new home, then `diarist --home NEW replay`.")
+    echo(f"Backed up {done.events} events (up to seq {done.head}, "
+         f"{done.size / 1e6:.1f} MB, integrity ok) to {done.folder}: "
+         + ", ".join(p.name for p in done.files) + ".")
+    echo("Restore: copy them into a new home, then `diarist --home NEW replay`.")
 
 
 def _summary(event: dict) -> str:
@@ -91,10 +97,10 @@ def _print_events(events: Iterable[RecordedEvent], as_json: bool) -> None:
     for event in events:
         data = event.to_json()
         if as_json:
-            click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+            echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
         else:
             ref = f" ref={event.ref}" if event.ref else ""
-            click.echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
+            echo(f"{event.seq:>7}  {event.occurred_at[:19]}Z  {event.type:<18} "
                        f"{event.stream}#{event.stream_version}{ref}  {_summary(data)}")
 
 
@@ -114,17 +120,20 @@ def _with_filters(fn: F) -> F:
 
 @click.group(invoke_without_command=True)
 @click.pass_context
-@click.option("--limit", "-n", default=50, show_default=True, help="How many events (0: all).")
+@click.option("--limit", "-n", type=click.IntRange(1), default=50, show_default=True,
+              help="How many of the newest events.")
+@click.option("--all", "all_", is_flag=True, help="Every event (no --limit).")
 @_with_filters
 @home_option
 @friendly_errors
-def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str | None,
-           as_json: bool) -> None:
+def events(ctx: click.Context, limit: int, all_: bool, types: tuple[str, ...],
+           stream: str | None, as_json: bool) -> None:
     """List the newest events (oldest first); see `events show` and `events tail`."""
     if ctx.invoked_subcommand is not None:
         return
     with EventLog.reader(current_home()) as log:
-        newest = log.read(0, limit or None, types=types or None, stream=stream, descending=True)
+        newest = log.read(0, None if all_ else limit, types=types or None, stream=stream,
+                          descending=True)
         _print_events(list(reversed(newest)), as_json)
 
 
@@ -135,14 +144,16 @@ def events(ctx: click.Context, limit: int, types: tuple[str, ...], stream: str |
 def events_show(key: str) -> None:
     """Show one event in full, by seq, id or ref."""
     with EventLog.reader(current_home()) as log:
-        click.echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
+        echo(json.dumps(log.get(key).to_json(), ensure_ascii=False, indent=2,
                               sort_keys=True))
 
 
 @events.command("tail")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until Ctrl-C.")
-@click.option("--interval", default=0.5, show_default=True, help="Seconds between polls with -f.")
-@click.option("--limit", "-n", default=10, show_default=True, help="How many events to start with.")
+@click.option("--interval", type=click.FloatRange(0.01), default=0.5, show_default=True,
+              help="Seconds between polls with -f.")
+@click.option("--limit", "-n", type=click.IntRange(0), default=10, show_default=True,
+              help="How many events to start with (0: none, only new ones with -f).")
 @_with_filters
 @home_option
 @friendly_errors
@@ -160,3 +171,50 @@ def events_tail(follow: bool, interval: float, limit: int, types: tuple[str, ...
             _print_events(log.read(position, upto=head, types=types or None, stream=stream),
                           as_json)
             position = head
+
+
+@click.command()
+@click.argument("key", metavar="EVENT_ID|REF")
+@click.option("--pattern", help="Mask this text (literally) instead of what the scrubber finds.")
+@click.option("--regex", is_flag=True, help="Read --pattern as a Python regular expression.")
+@click.option("--reason", default="", help="Why (kept in the `Redacted` event).")
+@click.option("--dry-run", is_flag=True, help="Say what would be masked; change nothing.")
+@home_option
+@friendly_errors
+def redact(key: str, pattern: str | None, regex: bool, reason: str, dry_run: bool) -> None:
+    """Remove a secret from the log itself: mask it in the event KEY names (seq, id or ref)
+    and wherever the log repeats it, record `Redacted` (what and when, never the secret),
+    rebuild the projections and compact every database."""
+    from workers.redaction.redact import redact as run_redact
+
+    if regex and pattern is None:
+        raise click.UsageError("--regex needs --pattern")
+    report = run_redact(current_home(), key, pattern=pattern, regex=regex, reason=reason,
+                        dry_run=dry_run)
+    named = f"event {report.event.seq} ({report.event.type} {report.event.id})"
+    what = f" ({', '.join(report.kinds)})" if report.kinds else ""
+    if report.events:
+        where = "; ".join(f"{e['seq']} {e['type']}: {', '.join(e['fields'])}"
+                          for e in report.events)
+        verb = "Would mask" if dry_run else "Masked"
+        echo(f"{verb} {report.masked} span(s){what} found by the {report.how} in "
+             f"{len(report.events)} event(s): {where}.")
+    else:
+        echo(f"Nothing left to mask in {named}: redacted before "
+             f"({', '.join(t[:19] for t in report.previously)}).")
+    if report.redacted is not None:
+        echo(f"Recorded Redacted {report.redacted.id}.")
+    done = report.compaction
+    if done is None:
+        return
+    echo(f"Projections rebuilt; vacuumed {', '.join(done.vacuumed) or 'nothing'}"
+         + (f"; {done.queue_entries} queue entr(ies) removed" if done.queue_entries else "")
+         + (f"; {done.vectors} cached vector(s) dropped" if done.vectors else "") + ".")
+    if done.busy:
+        echo(f"Warning: another process holds {', '.join(done.busy)} open, so old pages stay "
+             "in the -wal file until it closes; stop it (`diarist worker`, a chat) and run "
+             "this command again.", err=True)
+    if done.leftovers:
+        echo("Warning: these files under the home still hold the masked text (not diarist's"
+             f" to rewrite — delete or redact them yourself): {', '.join(done.leftovers)}",
+             err=True)

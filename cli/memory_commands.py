@@ -14,21 +14,22 @@ from projections.memories import STATUSES, get_memory, list_memories
 from projections.recall import DEFAULT_BUDGET, RecallResult
 
 from .context import current_home, friendly_errors, home_option, opened
+from .output import echo
 
 
 def _print_human(result: RecallResult) -> None:
     if not result.items:
-        click.echo(f"Nothing recalled for {result.query!r}.")
+        echo(f"Nothing recalled for {result.query!r}.")
         return
     current = None
     for item in result.items:
         if item.source != current:
             current = item.source
-            click.echo(f"[{current}]")
+            echo(f"[{current}]")
         text = " ".join(item.content.split())
         refs = f"  refs: {', '.join(item.refs)}" if item.refs else ""
-        click.echo(f"  {item.score:.4f}  {item.id}  {text[:200]}{refs}")
-    click.echo(f"({result.used_tokens} of {result.budget or 'unlimited'} tokens)")
+        echo(f"  {item.score:.4f}  {item.id}  {text[:200]}{refs}")
+    echo(f"({result.used_tokens} of {result.budget or 'unlimited'} tokens)")
 
 
 def _warn_if_behind(store: ProjectionStore) -> None:
@@ -36,10 +37,10 @@ def _warn_if_behind(store: ProjectionStore) -> None:
 
     lag = projection_lag(store)
     if lag and store.readonly:
-        click.echo(f"(projections are {lag} events behind the log; the home is read-only, "
-                   "so they cannot be caught up here)", err=True)
+        echo(f"(projections are {lag} events behind the log; the home is read-only, "
+             "so they cannot be caught up here)", err=True)
     elif lag:
-        click.echo(f"(projections are {lag} events behind the log; run `diarist sync` or "
+        echo(f"(projections are {lag} events behind the log; run `diarist sync` or "
                    "start `diarist worker`)", err=True)
 
 
@@ -59,12 +60,14 @@ def _warn_if_behind(store: ProjectionStore) -> None:
 def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: int,
                as_json: bool) -> None:
     """Recall memory for QUERY within a token budget."""
-    from workers.memory.recall import read_queries, recall_each
+    from workers.memory.recall import check_query, read_queries, recall_each
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either QUERY or --queries FILE")
     if queries is not None and not as_json:
         raise click.UsageError("--queries writes JSON lines: add --json")
+    if query is not None:
+        check_query(query)
     home = current_home()
     top_k = k or load_config(home).memory.top_k
     asked: list[tuple[object, str]] = (read_queries(queries) if queries is not None
@@ -72,9 +75,9 @@ def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: i
     with opened(home) as (_log, store):
         for qid, result in recall_each(home, store, asked, budget, top_k):
             if queries is not None:
-                click.echo(json.dumps({"id": qid, **result.to_json()}, ensure_ascii=False))
+                echo(json.dumps({"id": qid, **result.to_json()}, ensure_ascii=False))
             elif as_json:
-                click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+                echo(json.dumps(result.to_json(), ensure_ascii=False))
             else:
                 _print_human(result)
         _warn_if_behind(store)
@@ -90,10 +93,10 @@ def remember(text: str, type_: str) -> None:
     """Remember TEXT: a note in today's journal and a typed memory."""
     from workers.memory.remember import remember as run_remember
 
-    done = run_remember(current_home(), text, type_)
-    click.echo(f"Remembered {done.event.id} ({type_}).")
+    done = run_remember(current_home(create=True), text, type_)
+    echo(f"Remembered {done.event.id} ({type_}).")
     if done.warning:
-        click.echo(f"Warning: {done.warning}", err=True)
+        echo(f"Warning: {done.warning}", err=True)
 
 
 @click.command()
@@ -106,9 +109,9 @@ def journal(date: str) -> None:
 
     day, text = journal_day(current_home(), date)
     if text is None:
-        click.echo(f"No journal entry for {day}.")
+        echo(f"No journal entry for {day}.")
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 @click.group()
@@ -129,12 +132,12 @@ def memory_list(type_: str | None, statuses: tuple[str, ...], as_json: bool) -> 
         rows = list_memories(store.db, type_, statuses or ("active",))
     for m in rows:
         if as_json:
-            click.echo(json.dumps(m.__dict__, ensure_ascii=False))
+            echo(json.dumps(m.__dict__, ensure_ascii=False))
         else:
             text = " ".join(m.content.split())
-            click.echo(f"{m.id}  {m.type:<17} {m.confidence:.2f}  {m.status:<10} {text[:100]}")
+            echo(f"{m.id}  {m.type:<17} {m.confidence:.2f}  {m.status:<10} {text[:100]}")
     if not rows and not as_json:
-        click.echo("No memories.")
+        echo("No memories.")
 
 
 @memory.command("show")
@@ -147,7 +150,7 @@ def memory_show(memory_id: str) -> None:
         found = get_memory(store.db, memory_id)
     if found is None:
         raise NotFound(f"no memory {memory_id!r}", hint="List them with `diarist memory list`.")
-    click.echo(json.dumps(found.__dict__, ensure_ascii=False, indent=2))
+    echo(json.dumps(found.__dict__, ensure_ascii=False, indent=2))
 
 
 @memory.command("forget")
@@ -161,7 +164,7 @@ def memory_forget(key: str, reason: str) -> None:
     from workers.memory.forget import forget
 
     count = forget(current_home(), key, reason)
-    click.echo(f"Forgot {key} ({count} item{'s' if count != 1 else ''}).")
+    echo(f"Forgot {key} ({count} item{'s' if count != 1 else ''}).")
 
 
 @memory.command("flag")
@@ -174,7 +177,7 @@ def memory_flag(memory_id: str, reason: str) -> None:
     from workers.memory.forget import flag
 
     after = flag(current_home(), memory_id, reason)
-    click.echo(f"Flagged {memory_id}: confidence {after.confidence:.2f}, {after.status}.")
+    echo(f"Flagged {memory_id}: confidence {after.confidence:.2f}, {after.status}.")
 
 
 @memory.command("status")
@@ -188,13 +191,13 @@ def memory_status() -> None:
     with opened(home) as (_log, store):
         report = memory_report(home, store)
         for type_, status, count in report.counts:
-            click.echo(f"{type_:<18} {status:<10} {count}")
+            echo(f"{type_:<18} {status:<10} {count}")
         if not report.counts:
-            click.echo("No memories yet.")
+            echo("No memories yet.")
         days = report.journal_days
-        click.echo(f"journal: {len(days)} day(s)" + (f", latest {days[-1]}" if days else ""))
-        click.echo(f"MEMORY.md: {report.long_term_chars} characters")
-        click.echo(f"{report.budget}\ntop_k {report.top_k}")
+        echo(f"journal: {len(days)} day(s)" + (f", latest {days[-1]}" if days else ""))
+        echo(f"MEMORY.md: {report.long_term_chars} characters")
+        echo(f"{report.budget}\ntop_k {report.top_k}")
         _warn_if_behind(store)
 
 
@@ -210,12 +213,12 @@ def memory_history(version: str | None) -> None:
 
     home = current_home()
     if version is not None:
-        click.echo(one_version(home, version).content, nl=False)
+        echo(one_version(home, version).content, nl=False)
         return
     found = versions(home)
     if not found:
-        click.echo("No MEMORY.md yet (`diarist consolidate` writes one).")
+        echo("No MEMORY.md yet (`diarist consolidate` writes one).")
     for v in found:
         days = f", journals {v.journals[0]} … {v.journals[-1]}" if v.journals else ""
-        click.echo(f"{v.number:>4}  {v.at[:19]}  {v.chars:>6} chars  {v.model or '-'}  "
+        echo(f"{v.number:>4}  {v.at[:19]}  {v.chars:>6} chars  {v.model or '-'}  "
                    f"{v.id}{days}")

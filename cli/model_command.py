@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 
 @click.command("serve-model")
@@ -18,25 +19,31 @@ from .context import current_home, friendly_errors, home_option
               help="Context window in tokens (2,048-4,096 looks like a Pi-class setup).")
 @click.option("--threads", default=0, show_default=True, type=click.IntRange(0, 256),
               help="CPU threads (0: all cores).")
+@click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 16),
+              help="Request slots, each with --ctx-size tokens and its own prompt cache (for "
+                   "a client alternating between a few long prompts, e.g. `diarist eval "
+                   "--answer`); they share the CPU, so none answers faster.")
 @home_option
 @friendly_errors
-def serve_model(model_name: str, port: int, n_ctx: int, threads: int) -> None:
+def serve_model(model_name: str, port: int, n_ctx: int, threads: int, parallel: int) -> None:
     """Serve Qwen2.5-Coder-0.5B-Instruct (or, with --model 1.5b, -1.5B-Instruct) on 127.0.0.1
     until Ctrl-C, for `diarist chat --backend openai` or the night's mining. The weights
     come from pip packages; the first start joins and checks them (sha256) into the home's
     models/ directory."""
     from workers.models.llama_server import ServerSpec, assemble, local_model, serve
 
-    home = current_home()
+    home = current_home(create=True)
     model = local_model(model_name)
-    click.echo("checking the model file ...", err=True)
+    echo("checking the model file ...", err=True)
     path = assemble(home.models_dir, model)
-    spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads, alias=model.alias)
-    click.echo(f"loading {model.alias} (context {n_ctx}) ...", err=True)
+    spec = ServerSpec(path, port=port, n_ctx=n_ctx, threads=threads, alias=model.alias,
+                      parallel=parallel)
+    echo(f"loading {model.alias} (context {n_ctx}"
+         f"{f', {parallel} slots' if parallel > 1 else ''}) ...", err=True)
 
     def ready() -> None:
-        click.echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
+        echo(f"serving {model.alias} at {spec.base_url} — in another terminal: "
                    f"diarist chat --backend openai --base-url {spec.base_url}", err=True)
 
     serve(spec, on_ready=ready)
-    click.echo("stopped.", err=True)
+    echo("stopped.", err=True)

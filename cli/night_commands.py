@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 from .progress import bar_from
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,20 +62,20 @@ def mine(backend: str | None, model: str | None, base_url: str | None, script: P
     report = mine_now(current_home(), spec, sessions=list(sessions) or None, dry_run=dry_run,
                       progress=bar_from(1))
     what = "would be" if dry_run else ""
-    click.echo(f"{'Dry run: ' if dry_run else ''}mined {report.sessions} session(s), "
+    echo(f"{'Dry run: ' if dry_run else ''}mined {report.sessions} session(s), "
                f"{report.chunks} chunk(s) of {report.turns} turns with "
                f"{report.model or spec.backend} ({report.calls} model call(s)) in "
                f"{report.seconds:.1f} s")
-    click.echo(f"memories: {report.new} new {what}, {report.reinforced} reinforced "
+    echo(f"memories: {report.new} new {what}, {report.reinforced} reinforced "
                f"({report.dropped} already known), {report.failures} chunk(s) the model "
                "failed (heuristic used)")
     if report.days:
         days = sorted(report.days)
-        click.echo(f"journals: {len(days)} day(s), {days[0]} … {days[-1]}")
+        echo(f"journals: {len(days)} day(s), {days[0]} … {days[-1]}")
     for memory in report.memories[:10 if not dry_run else 50]:
-        click.echo(f"  + {memory['type']:<17} {' '.join(memory['content'].split())[:100]}")
+        echo(f"  + {memory['type']:<17} {' '.join(memory['content'].split())[:100]}")
     if len(report.memories) > 10 and not dry_run:
-        click.echo(f"  … and {len(report.memories) - 10} more (`diarist memory list`)")
+        echo(f"  … and {len(report.memories) - 10} more (`diarist memory list`)")
 
 
 @click.command()
@@ -87,14 +88,14 @@ def dream(dry_run: bool) -> None:
     from workers.night import dream_now
 
     report = dream_now(current_home(), dry_run=dry_run, progress=bar_from(1))
-    click.echo(f"{'Dry run: ' if dry_run else ''}{report.memories} active memories in "
+    echo(f"{'Dry run: ' if dry_run else ''}{report.memories} active memories in "
                f"{report.seconds:.1f} s: {report.merged} merged into {report.merged_groups}, "
                f"{report.superseded} superseded, {report.archived} archived"
                + (f" (relevancy as of {report.decayed_at})" if report.decayed_at else ""))
     for line in report.decisions[:20]:
-        click.echo(f"  {line}")
+        echo(f"  {line}")
     if not report.events:
-        click.echo("Nothing to change.")
+        echo("Nothing to change.")
 
 
 @click.command()
@@ -110,9 +111,9 @@ def consolidate(backend: str | None, model: str | None, base_url: str | None,
     spec = _spec(backend, model, base_url, script, heuristic)
     report = consolidate_now(current_home(), spec, dry_run=dry_run, progress=bar_from(1))
     if not report.changed:
-        click.echo(f"Nothing to consolidate ({report.entries} new journal entries).")
+        echo(f"Nothing to consolidate ({report.entries} new journal entries).")
         return
-    click.echo(f"{'Dry run: ' if dry_run else ''}MEMORY.md {report.before_chars} → "
+    echo(f"{'Dry run: ' if dry_run else ''}MEMORY.md {report.before_chars} → "
                f"{report.after_chars} characters with {report.model}: {report.added} line(s) "
                f"added from {len(report.journals)} journal day(s), {report.stale_dropped} "
                f"outdated dropped, {report.trimmed} trimmed"
@@ -120,7 +121,7 @@ def consolidate(backend: str | None, model: str | None, base_url: str | None,
                   if report.rewritten_sections else "")
                + (f", {report.failures} model failure(s)" if report.failures else ""))
     if dry_run:
-        click.echo(report.content, nl=False)
+        echo(report.content, nl=False)
 
 
 @click.command()
@@ -134,11 +135,11 @@ def maintain(dry_run: bool) -> None:
 
     report = maintain_now(current_home(), dry_run=dry_run)
     verb = "would archive" if dry_run else "archived"
-    click.echo(f"journals: {verb} {len(report.archived)}"
+    echo(f"journals: {verb} {len(report.archived)}"
                + (f" ({report.archived[0]} … {report.archived[-1]})" if report.archived else ""))
     if report.queue is not None:
         dropped = ", ".join(f"{n} {name}" for name, n in sorted(report.queue.dropped.items()))
-        click.echo(f"queue: {report.queue.tasks} task(s) pruned{': ' + dropped if dropped else ''}"
+        echo(f"queue: {report.queue.tasks} task(s) pruned{': ' + dropped if dropped else ''}"
                    f", {report.queue.keys} stale key(s), {report.queue.pending} pending")
     elif report.queue_error:
-        click.echo(f"queue: unreachable ({report.queue_error})")
+        echo(f"queue: unreachable ({report.queue_error})")

@@ -6,12 +6,13 @@ import click
 from projections.engine import DEFAULT_BATCH
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 from .progress import terminal_progress
 
 
 @click.command()
-@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
-              help="Events applied per transaction.")
+@click.option("--batch-size", type=click.IntRange(1), default=DEFAULT_BATCH,
+              show_default=True, help="Events applied per transaction.")
 @click.option("--no-embed", is_flag=True, envvar="DIARIST_NO_EMBED", show_envvar=True,
               help="Skip the embeddings: neither export the embedding model nor embed new "
                    "items (recall stays lexical for them until a later sync or the worker "
@@ -29,9 +30,9 @@ def sync(batch_size: int, no_embed: bool) -> None:
     report = run_sync(current_home(), batch_size=batch_size, embed=not no_embed,
                       progress=terminal_progress)
     for name, position in report.positions.items():
-        click.echo(f"{name}: at {position} (+{report.moved[name]})")
+        echo(f"{name}: at {position} (+{report.moved[name]})")
     if report.embedded is not None:
-        click.echo(f"embeddings: {report.embedded} embedded with {report.model}, "
+        echo(f"embeddings: {report.embedded} embedded with {report.model}, "
                    f"{report.pending} pending")
 
 
@@ -39,8 +40,8 @@ def sync(batch_size: int, no_embed: bool) -> None:
 @click.option("--verify", is_flag=True,
               help="Rebuild into a scratch copy and compare digests with the live projections "
                    "(the live ones are left alone); exit 1 on any difference.")
-@click.option("--batch-size", default=DEFAULT_BATCH, show_default=True,
-              help="Events applied per transaction.")
+@click.option("--batch-size", type=click.IntRange(1), default=DEFAULT_BATCH,
+              show_default=True, help="Events applied per transaction.")
 @home_option
 @friendly_errors
 def replay(verify: bool, batch_size: int) -> None:
@@ -52,21 +53,21 @@ def replay(verify: bool, batch_size: int) -> None:
     if not verify:
         done = run_replay(home, batch_size=batch_size, progress=terminal_progress)
         if done.broken is not None:
-            click.echo(f"{home.projections_db} was {done.problem}: moved it aside to "
-                       f"{done.broken} and rebuilt the projections from the log"
-                       + (f" ({done.salvaged} cached vectors salvaged)"
-                          if done.salvaged is not None else ""), err=True)
+            echo(f"{home.projections_db} was {done.problem}: moved it aside to "
+                 f"{done.broken} and rebuilt the projections from the log"
+                 + (f" ({done.salvaged} cached vectors salvaged)"
+                    if done.salvaged is not None else ""), err=True)
         for status in done.statuses:
-            click.echo(f"{status.name}: rebuilt to {status.position}")
+            echo(f"{status.name}: rebuilt to {status.position}")
         return
     verdicts = run_verify(home, batch_size=batch_size)
     for v in verdicts:
         detail = "" if v.live == v.rebuilt else " vs rebuilt " + v.rebuilt[:16]
         detail += f"; {v.problem}" if v.problem else ""
-        click.echo(f"{v.name}: {'ok' if v.same else 'DIFFERS'} at {v.position} "
+        echo(f"{v.name}: {'ok' if v.same else 'DIFFERS'} at {v.position} "
                    f"(digest {v.live[:16]}{detail})")
     if not all(v.same for v in verdicts):
-        click.echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
+        echo("Live projections differ from a rebuild; run `diarist replay` to rebuild them.",
                    err=True)
         raise SystemExit(1)
 
@@ -79,4 +80,4 @@ def status() -> None:
     from workers.sync.status import status_lines
 
     for line in status_lines(current_home()):
-        click.echo(line)
+        echo(line)

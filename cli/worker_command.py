@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import current_home, friendly_errors, home_option
+from .output import echo
 
 
 @click.command()
@@ -23,5 +24,5 @@ def worker(workers: int, mining: bool) -> None:
     in-process (presence: a shared lock on var/worker.lock)."""
     from workers.worker import run_worker
 
-    run_worker(current_home(), workers, on_start=lambda line: click.echo(line, err=True),
+    run_worker(current_home(create=True), workers, on_start=lambda line: echo(line, err=True),
                mining=mining)

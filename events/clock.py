@@ -40,7 +40,8 @@ def to_iso(moment: dt.datetime) -> str:
     """Canonical stored form: UTC, microseconds, 'Z' (sorts lexicographically)."""
     if moment.tzinfo is None:
         raise ValueError("naive datetime: diarist only stores times with an offset")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: glibc's %Y does not pad years before 1000 to four digits
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def from_iso(text: str) -> dt.datetime:
@@ -53,10 +54,8 @@ def from_iso(text: str) -> dt.datetime:
 
 def to_display(moment: dt.datetime) -> str:
     """Short UTC form used in exports: seconds unless there are microseconds."""
-    moment = moment.astimezone(UTC)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds") + "Z"
 
 
 def now_iso() -> str:

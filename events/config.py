@@ -27,6 +27,8 @@ llm:
   max_reply_tokens: null    # cap on each chat reply (null: the server's default); a cap
                             # bounds a reply's latency on a slow CPU
   temperature: null         # sampling temperature for chat replies (null: the server's)
+  timeout: null             # seconds the server may stay silent, before its first token
+                            # too (null: 120); metadata requests wait at most 10 s
   mining_model: null        # the model for mining and consolidation (null: llm.model), e.g.
                             # qwen2.5-coder-1.5b, so the chat can stay on a faster one
   mining_base_url: null     # its server (null: the chat's); $DIARIST_MINING_BASE_URL wins
@@ -48,9 +50,12 @@ maintenance:
 """
 from __future__ import annotations
 
+import math
 import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import yaml
@@ -99,6 +104,7 @@ class LLMConfig:
     api_key: str | None = field(default=None, repr=False)  # never in a repr, a log or an event
     max_reply_tokens: int | None = None
     temperature: float | None = None
+    timeout: float | None = None
     mining_model: str | None = None
     mining_base_url: str | None = None
 
@@ -140,9 +146,15 @@ class Config:
         return setting(None, REDIS_ENV, self.queue.redis_url)
 
 
+def _number(value: Any) -> bool:
+    """A real, finite number (YAML's ``.nan`` and ``.inf`` are not; nor is ``true``)."""
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))
+
+
 def _fraction(low: float, high: float, *, low_open: bool = True) -> Check:
     def check(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not _number(value):
             return f"a number in ({low}, {high}]"
         if (value <= low if low_open else value < low) or value > high:
             return f"a number in ({low}, {high}]"
@@ -171,8 +183,7 @@ def _or_null(check: Check) -> Check:
 
 def _number_range(low: float, high: float) -> Check:
     def check(value: Any) -> str | None:
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not low <= value <= high):
+        if not _number(value) or not low <= value <= high:
             return f"a number from {low} to {high}"
         return None
     return check
@@ -189,9 +200,16 @@ def _text(value: Any) -> str | None:
 
 
 def _http_url(value: Any) -> str | None:
-    if (isinstance(value, str) and value.startswith(("http://", "https://"))
-            and value[8:].strip("/")):
-        return None
+    """``http://host[:port][/path]``; any host name, with or without a dot (``http://a``,
+    ``http://gpu-box:8080``)."""
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        try:
+            parts = urllib.parse.urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError:
+            return "an http:// or https:// URL"
+        if parts.hostname:
+            return None
     return "an http:// or https:// URL"
 
 
@@ -228,6 +246,7 @@ _CHECKS: dict[str, Any] = {
     "llm.api_key": _or_null(_secret),
     "llm.max_reply_tokens": _or_null(_int_range(1, 32768)),
     "llm.temperature": _or_null(_number_range(0.0, 2.0)),
+    "llm.timeout": _or_null(_number_range(0.1, 86_400.0)),
     "llm.mining_model": _or_null(_text),
     "llm.mining_base_url": _or_null(_http_url),
     "mining.nightly": _boolean,
@@ -273,7 +292,36 @@ def load_config(home: Home) -> Config:
     if not path.exists():
         return Config()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(_read_text(path))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid YAML (nested too deeply)") from None
     return _build(Config, raw or {}, "", str(path))
+
+
+def _read_text(path: Path) -> str:
+    """The config file as text: UTF-8 (a byte-order mark is allowed), else a clear error."""
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a YAML file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{path}: is UTF-16 text; diarist reads UTF-8",
+                          hint="Save it as UTF-8 (iconv -f UTF-16 -t UTF-8 diarist.yaml > "
+                               "new.yaml, then rename new.yaml to diarist.yaml).")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start + 1})",
+                          hint="Save the config file as UTF-8 text.") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and where (line and column)."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"

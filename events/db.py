@@ -5,8 +5,12 @@ import contextlib
 import errno
 import os
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -123,3 +127,20 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+def retry_busy(action: Callable[[], T], *, timeout: float, first_wait: float = 0.005,
+               max_wait: float = 0.25) -> T:
+    """``action()``, again while SQLite says the database is busy — waiting 5 ms, then twice
+    as long each time up to ``max_wait`` — until ``timeout`` seconds have passed; then the
+    last error is raised. Every connection already waits ``busy_timeout`` on its own (SQLite's
+    busy handler); this is for the few places SQLite answers "locked" at once without
+    calling it, such as switching a fresh file to WAL while another process opens it."""
+    deadline = time.monotonic() + timeout
+    wait = first_wait
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, max_wait)

@@ -65,7 +65,7 @@ class NewerHome(DiaristError):
 class ImportFailed(DiaristError):
     """A transcript failed validation; nothing was appended."""
 
-    hint = "Fix the line named above and run the import again; nothing was imported."
+    hint = "Fix the lines named above and run the import again; nothing was imported."
 
 
 class ConfigError(DiaristError):

@@ -10,14 +10,18 @@
   Appends take the write lock with ``BEGIN IMMEDIATE``; several processes may append at once.
 - An append whose ``idempotency_key`` is already in the log appends nothing and returns the
   original event.
+- The one sanctioned exception (``diarist redact``, :meth:`EventLog.rewrite_payloads`): an
+  UPDATE that changes only ``payload``, of a row whose ``seq`` and exact new payload are
+  named in ``events_redaction`` — a permit written, used and deleted inside the redaction's
+  own transaction together with its ``Redacted`` event. An UPDATE without a matching permit
+  row, or one that touches any other column, is still rejected.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
 import sqlite3
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,9 +34,10 @@ from .db import (
     is_io_error,
     is_readonly,
     online_backup,
+    retry_busy,
     write_transaction,
 )
-from .errors import ConcurrencyError, NotFound, UnreadableEvent
+from .errors import ConcurrencyError, DiaristError, NotFound, UnreadableEvent
 from .health import (
     check_database,
     damaged,
@@ -102,6 +107,24 @@ def m001_events(db: sqlite3.Connection) -> None:
                               = json_extract(NEW.meta, '$.idempotency_key')
                           AND json_extract(meta, '$.idempotency_key') IS NOT NULL)
            BEGIN SELECT RAISE(ABORT, 'events is append-only: INSERT would replace a row'); END"""
+    )
+
+
+@migrations()
+def m002_redaction_permit(db: sqlite3.Connection) -> None:
+    """The guarded path of ``diarist redact``: see the module doc."""
+    db.execute("CREATE TABLE events_redaction (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
+    db.execute("DROP TRIGGER events_no_update")
+    db.execute(
+        """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+           WHEN NOT EXISTS (SELECT 1 FROM events_redaction
+                            WHERE seq = OLD.seq AND payload = NEW.payload)
+             OR NEW.seq IS NOT OLD.seq OR NEW.id IS NOT OLD.id OR NEW.stream IS NOT OLD.stream
+             OR NEW.stream_version IS NOT OLD.stream_version OR NEW.type IS NOT OLD.type
+             OR NEW.schema_version IS NOT OLD.schema_version
+             OR NEW.occurred_at IS NOT OLD.occurred_at OR NEW.recorded_at IS NOT OLD.recorded_at
+             OR NEW.meta IS NOT OLD.meta
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END"""
     )
 
 
@@ -204,20 +227,13 @@ def _enable_wal(db: sqlite3.Connection) -> None:
     """Switch to WAL, retrying while another process holds a lock: switching a new file's
     journal mode can fail at once with "database is locked" (SQLite skips the busy handler
     there), e.g. when two processes open a fresh home at the same moment."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            mode = None
-        if mode == "wal":
-            return
-        if time.monotonic() >= deadline:
+    def switch() -> None:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
             raise sqlite3.OperationalError(
                 f"database is locked (could not switch to WAL, journal mode {mode})")
-        time.sleep(0.01)
+
+    retry_busy(switch, timeout=BUSY_TIMEOUT_S)
 
 
 class EventLog:
@@ -344,11 +360,14 @@ class EventLog:
         """Append one event (see :class:`NewEvent` for the options)."""
         return self.append_many([NewEvent(stream=stream, data=data, **options)])[0]
 
-    def append_many(self, batch: Sequence[NewEvent]) -> Appended:
+    def append_many(self, batch: Sequence[NewEvent], *,
+                    check: Callable[[], None] | None = None) -> Appended:
         """Append a batch in one transaction: all of it, or (on any error) none of it.
 
         Returns one recorded event per input, in order; an input whose idempotency key is
-        already in the log (or earlier in the batch) gets the original back.
+        already in the log (or earlier in the batch) gets the original back. ``check`` runs
+        first under the write lock (what it reads cannot change before the batch is in);
+        raising refuses the whole batch.
         """
         if not batch:
             return Appended()
@@ -358,6 +377,8 @@ class EventLog:
         out = Appended()
         try:
             with write_transaction(self.db):
+                if check is not None:
+                    check()
                 versions: dict[str, int] = {}
                 seen_keys: dict[str, RecordedEvent] = {}
                 for new in batch:
@@ -399,11 +420,17 @@ class EventLog:
             new_ulid(), new.stream, version, type_name, cls.schema_version, occurred,
             recorded_at, dumps(payload), dumps(meta),
         )
-        cursor = self.db.execute(
-            "INSERT INTO events (id, stream, stream_version, type, schema_version, occurred_at,"
-            " recorded_at, payload, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO events (id, stream, stream_version, type, schema_version,"
+                " occurred_at, recorded_at, payload, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        except UnicodeEncodeError:  # a lone surrogate cannot be written as UTF-8
+            raise DiaristError(
+                f"{type_name} holds text that is not valid Unicode (a lone surrogate)",
+                hint="Remove the broken character and try again; nothing was appended.",
+            ) from None
         versions[new.stream] = version
         event = RecordedEvent(
             seq=_rowid(cursor), id=row[0], stream=new.stream, stream_version=version,
@@ -414,7 +441,43 @@ class EventLog:
             seen_keys[key] = event
         return event, True
 
+    def rewrite_payloads(self, payloads: dict[int, Payload], record: NewEvent) -> RecordedEvent:
+        """``diarist redact``'s one change of history: in ONE transaction, replace the stored
+        payload of each event ``seq`` in ``payloads`` (as stored: not upcast) and append
+        ``record`` (its ``Redacted`` event) — both, or on any error neither. Each UPDATE
+        passes the append-only trigger only through its permit row (module doc), which is
+        deleted before the commit."""
+        recorded_at = clock.now_iso()
+        self.db.execute("PRAGMA secure_delete=ON")  # freed cells and pages are zeroed
+        with write_transaction(self.db):
+            for seq, payload in sorted(payloads.items()):
+                text = dumps(payload)
+                self.db.execute("INSERT INTO events_redaction (seq, payload) VALUES (?, ?)",
+                                (seq, text))
+                changed = self.db.execute("UPDATE events SET payload = ? WHERE seq = ?",
+                                          (text, seq)).rowcount
+                self.db.execute("DELETE FROM events_redaction WHERE seq = ?", (seq,))
+                if changed != 1:
+                    raise NotFound(f"no event at seq {seq}")
+            event, _ = self._append_one(record, recorded_at, {}, {})
+        return event
+
     # --- reading ------------------------------------------------------------------------
+
+    def stored_payload(self, seq: int) -> Payload:
+        """The payload of the event at ``seq`` as stored (not upcast)."""
+        row = self.db.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise NotFound(f"no event at seq {seq}", hint="List events with `diarist events`.")
+        return json.loads(row[0])
+
+    def stored_payloads(self, containing: Sequence[str] = ()) -> Iterator[tuple[int, Payload]]:
+        """``(seq, payload as stored — not upcast)`` of every event whose stored JSON holds
+        any of ``containing`` (every event when empty), oldest first."""
+        where = " OR ".join("instr(payload, ?) > 0" for _ in containing) or "1"
+        for seq, payload in self.db.execute(
+                f"SELECT seq, payload FROM events WHERE {where} ORDER BY seq", list(containing)):
+            yield seq, json.loads(payload)
 
     def read(self, after: int = 0, limit: int | None = None, *, upto: int | None = None,
              types: Iterable[str] | None = None, stream: str | None = None,
@@ -482,6 +545,16 @@ class EventLog:
         return self.db.execute(
             "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream = ?", (stream,)
         ).fetchone()[0]
+
+    def by_idempotency_keys(self, keys: Sequence[str]) -> dict[str, RecordedEvent]:
+        """The events of those idempotency keys that are in the log, by key."""
+        if not keys:
+            return {}
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE json_extract(meta, '$.idempotency_key')"
+            f" IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
+        events = [self._row_to_event(row) for row in rows]
+        return {e.meta["idempotency_key"]: e for e in events}
 
     def _by_idempotency_key(self, key: str) -> RecordedEvent | None:
         row = self.db.execute(

@@ -3,13 +3,19 @@
 One turn a line: ``{"session", "at", "role", "name", "text", "ref"}`` (docs/architecture.md).
 An import is validated whole before anything is appended, then appended in one transaction:
 all or nothing. Each turn's idempotency key is its ``ref``, each session's start and end are keyed
-by the session id, so importing the same file twice appends nothing the second time.
+by the session id, so importing the same file twice appends nothing the second time. A ref
+names one turn: a ref already in the log for a *different* turn (other text, session, role,
+name or time) fails the import — checked under the write lock, so two imports racing cannot
+slip one past the other. Every line is checked and every problem counted; the first
+:data:`events.problems.SHOWN` are shown. ``-`` reads the transcript from standard input.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -17,15 +23,18 @@ from typing import IO, Any
 from . import clock
 from .errors import ImportFailed
 from .ids import new_ulid
-from .jsonl import decode_lines
+from .jsonl import Source, decode_lines
 from .log import EventLog, NewEvent, RecordedEvent
+from .problems import Problems
+from .text import text_problem
 from .types import AssistantTurn, SessionEnded, SessionStarted, UserTurn
 
 FIELDS = ("session", "at", "role", "name", "text", "ref")
 REQUIRED = ("session", "at", "role", "text", "ref")
 ROLES: dict[str, type[UserTurn | AssistantTurn]] = {"user": UserTurn, "assistant": AssistantTurn}
 IMPORT_BACKEND = "import"
-MAX_REPORTED = 10
+STDIN = "-"
+FILE_HINT = "Check the path (or pass - to read standard input); nothing was imported."
 
 
 @dataclass(frozen=True)
@@ -67,42 +76,51 @@ def _line_error(where: str, obj: Any) -> str | None:
             return f"empty {key!r}"
     if not obj["text"].strip():
         return "empty 'text'"
+    for key in FIELDS:  # ids and names are printed on one line: no control characters
+        problem = text_problem(obj[key], controls=key != "text") if key in obj else None
+        if problem:
+            return f"{key!r} {problem}"
+    return _time_error(obj["at"])
+
+
+def _time_error(text: str) -> str | None:
+    """What is wrong with a turn's ``at``, or None."""
+    shown = text if len(text) <= 40 else text[:40] + "…"
     try:
-        at = dt.datetime.fromisoformat(obj["at"])
+        at = dt.datetime.fromisoformat(text)
     except ValueError:
-        return f"'at' {obj['at']!r} is not an ISO-8601 time"
+        return f"'at' {shown!r} is not an ISO-8601 time (e.g. 2024-05-01T09:30:00Z)"
     if at.tzinfo is None or at.utcoffset() is None:
-        return f"'at' {obj['at']!r} has no UTC offset (add 'Z' or '+hh:mm')"
+        return f"'at' {shown!r} has no UTC offset (add 'Z' or '+hh:mm')"
+    try:
+        at.astimezone(clock.UTC)
+    except OverflowError:
+        return f"'at' {shown!r} is out of range once converted to UTC (years 1 to 9999)"
     return None
 
 
-def parse(stream: IO[str], name: str) -> list[Turn]:
-    """Parse and validate a whole transcript; raise :class:`ImportFailed` naming every bad
-    line (up to ten) as ``file:line: what is wrong``."""
+def parse(stream: Source, name: str) -> list[Turn]:
+    """Parse and validate a whole transcript; raise :class:`ImportFailed` naming the bad
+    lines as ``file:line: what is wrong`` (the first few, and how many more)."""
     turns: list[Turn] = []
-    errors: list[str] = []
+    problems = Problems()
     refs: dict[str, int] = {}
     for line in decode_lines(stream):
         number, obj = line.number, line.value
-        if line.error:
-            errors.append(f"{name}:{number}: {line.error}")
-            continue
-        problem = _line_error(name, obj)
+        problem = line.error or _line_error(name, obj)
         if problem is None and obj["ref"] in refs:
             problem = f"duplicate ref {obj['ref']!r} (first on line {refs[obj['ref']]})"
         if problem:
-            errors.append(f"{name}:{number}: {problem}")
-        else:
-            refs[obj["ref"]] = number
-            turns.append(Turn(obj["session"], clock.from_iso(obj["at"]), obj["role"],
-                              obj.get("name", ""), obj["text"], obj["ref"], number))
-        if len(errors) >= MAX_REPORTED:
-            errors.append(f"{name}: stopped after {MAX_REPORTED} errors")
-            break
-    if errors:
-        raise ImportFailed("\n".join(errors))
+            problems.add(f"{name}:{number}: {problem}")
+            continue
+        refs[obj["ref"]] = number
+        turns.append(Turn(obj["session"], clock.from_iso(obj["at"]), obj["role"],
+                          obj.get("name", ""), obj["text"], obj["ref"], number))
+    if problems:
+        raise ImportFailed(problems.render())
     if not turns:
-        raise ImportFailed(f"{name}: no turns found", hint="A transcript has one JSON turn a line.")
+        raise ImportFailed(f"{name}: no turns found (the file is empty)",
+                           hint="A transcript has one JSON turn a line; nothing was imported.")
     return turns
 
 
@@ -134,16 +152,77 @@ def to_events(turns: list[Turn]) -> list[NewEvent]:
     return out
 
 
-def import_file(log: EventLog, path: Path) -> ImportResult:
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
+    """The transcript's bytes and the name its errors use (``-``: standard input)."""
+    if str(path) == STDIN:
+        yield sys.stdin.buffer, "<stdin>"
+        return
     try:
-        with path.open(encoding="utf-8") as handle:
-            turns = parse(handle, str(path))
+        handle = path.open("rb")
     except FileNotFoundError:
-        raise ImportFailed(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise ImportFailed(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise ImportFailed(f"{path}: no such file", hint=FILE_HINT) from None
+    except IsADirectoryError:
+        raise ImportFailed(f"{path}: is a directory, not a transcript file",
+                           hint=FILE_HINT) from None
+    except OSError as exc:
+        raise ImportFailed(f"{path}: cannot be read ({exc.strerror})", hint=FILE_HINT) from None
+    with handle:
+        yield handle, str(path)
+
+
+def _ref_conflicts(log: EventLog, turns: Sequence[Turn], name: str) -> None:
+    """Refuse the import when a ref is already in the log for a different turn (run under
+    the write lock, before anything is appended)."""
+    problems = Problems()
+    for start in range(0, len(turns), 500):
+        chunk = turns[start:start + 500]
+        found = log.by_idempotency_keys([f"ref:{t.ref}" for t in chunk])
+        for turn in chunk:
+            existing = found.get(f"ref:{turn.ref}")
+            differs = _differences(turn, existing) if existing else []
+            if differs:
+                problems.add(f"{name}:{turn.line}: ref {turn.ref!r} is already in the log "
+                             f"(seq {existing.seq if existing else 0}) for a different turn: "
+                             f"its {' and '.join(differs)} "
+                             f"{'differs' if len(differs) == 1 else 'differ'}")
+    if problems:
+        raise ImportFailed(
+            problems.render(),
+            hint="A ref names one turn for good: give a changed turn a new ref (or leave the "
+                 "line out) and import again.")
+
+
+def _differences(turn: Turn, event: RecordedEvent) -> list[str]:
+    payload = event.payload
+    fields = {
+        "role": ROLES_BY_TYPE.get(event.type) == turn.role,
+        "session": payload.get("session") == turn.session,
+        "text": payload.get("text") == turn.text,
+        "name": payload.get("name", "") == turn.name,
+        "time": clock.from_iso(event.occurred_at) == turn.at,
+    }
+    return [key for key, same in fields.items() if not same]
+
+
+def read_turns(path: Path) -> tuple[list[Turn], str]:
+    """The checked turns of the transcript at ``path`` (``-``: standard input) and the name
+    its errors use; :class:`ImportFailed` names what is wrong."""
+    with _opened(path) as (handle, name):
+        return parse(handle, name), name
+
+
+def import_file(log: EventLog, path: Path) -> ImportResult:
+    """Validate the whole transcript at ``path`` (``-``: standard input), then append it in
+    one transaction; :class:`ImportFailed` (nothing appended) names what is wrong."""
+    return import_turns(log, *read_turns(path))
+
+
+def import_turns(log: EventLog, turns: list[Turn], name: str) -> ImportResult:
+    """Append checked turns in one transaction (a ref already in the log for a different
+    turn refuses them all)."""
     batch = to_events(turns)
-    recorded = log.append_many(batch)
+    recorded = log.append_many(batch, check=lambda: _ref_conflicts(log, turns, name))
     return ImportResult(
         turns=len(turns), sessions=len({t.session for t in turns}),
         appended=recorded.new, skipped=len(recorded) - recorded.new,

@@ -432,9 +432,21 @@ class EmbeddingModelChosen(Event):
 @event
 @dataclass(frozen=True)
 class Redacted(Event):
+    """``diarist redact`` rewrote payloads in the log (the one change of history). Says what
+    and how, never what was masked: ``event_id`` the event named, ``fields`` the paths
+    masked in it (``text``, ``memories[0].content``); ``events`` every event rewritten —
+    the named one and those repeating its secret — as ``{"id", "seq", "type", "fields"}``;
+    ``how`` ``scrubber``, ``pattern`` (a literal) or ``regex``; ``kinds`` what the scrubber
+    found ("OpenAI key", "password"; empty for a pattern, which is never stored: it may be
+    the secret itself); ``masked`` how many spans became ``[redacted]``."""
+
     event_id: str
     fields: list[str]
     reason: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    how: str = ""
+    kinds: list[str] = field(default_factory=list)
+    masked: int = 0
 
 
 TURN_TYPES = frozenset({"UserTurn", "AssistantTurn"})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +22,8 @@ from events.db import is_corrupt, write_transaction
 from events.errors import NotFound, UnreadableEvent
 from events.health import check_database, damaged, explain, read_only, writable
 from events.log import connect
+
+from .files import contained, remove_stale_temps, write_file
 
 DEFAULT_BATCH = 1000
 Progress = Callable[[int], None]
@@ -74,26 +75,6 @@ class Projector(ABC):
     def expected_files(self, db: sqlite3.Connection) -> Iterable[str]:
         """Every file the rows say should exist (for noticing files deleted by hand)."""
         return ()
-
-
-def fsync_file(path: Path) -> None:
-    """Flush a file's data to disk."""
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def write_file(path: Path, content: str | None) -> None:
-    """Replace ``path`` atomically (temp file, fsync, rename); None removes it."""
-    if content is None:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 # What a projector raises on a payload it cannot use (a malformed event slipped past the
@@ -270,32 +251,31 @@ class ProjectionStore:
         """Write every dirty file of ``projector`` from its rows; returns how many (0 with
         ``defer_files``: the marks stay).
 
-        Each file is rendered, written and unmarked inside one write transaction: the write
-        lock serialises this with every other process's commits and file writes, so a file
-        is always rendered from the latest rows and no mark set meanwhile is cleared
-        unwritten. (Rendered outside it, two processes could each render, and the one that
-        rendered the older rows could write last and clear the mark: a stale file for
-        good.) A crash after the write and before the commit leaves the mark: rewritten
-        by the next catch-up."""
+        Under the projection database's write lock: the rows a file is rendered from cannot
+        change while it is written, and two processes never write the same file at once — so
+        the last file written always shows the last committed rows (a writer that rendered
+        older rows can no longer rename over a newer file, and no mark set meanwhile is
+        cleared unwritten). A crash before the commit leaves the marks, and the next catch-up
+        writes the files again."""
         if self.defer_files:
             return 0
-        names = [row[0] for row in self.db.execute(
-            "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file", (projector.name,))]
-        written = 0
-        for name in names:
-            if not projector.owns_file(name):
-                raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
-            with write_transaction(self.db):
-                if not self.db.execute(
-                        "SELECT 1 FROM projection_dirty WHERE name = ? AND file = ?",
-                        (projector.name, name)).fetchone():
-                    continue  # another process wrote it meanwhile
-                content = projector.file_content(self.db, name)
-                write_file(self.files_dir / name, content)
+        if self.db.execute("SELECT 1 FROM projection_dirty WHERE name = ? LIMIT 1",
+                           (projector.name,)).fetchone() is None:
+            return 0
+        with write_transaction(self.db):
+            names = [row[0] for row in self.db.execute(
+                "SELECT file FROM projection_dirty WHERE name = ? ORDER BY file",
+                (projector.name,))]
+            if names:
+                remove_stale_temps(self.files_dir)  # left by a writer killed mid-write
+            for name in names:
+                if not projector.owns_file(name):
+                    raise ValueError(f"{projector.name} marked {name!r}, which it does not own")
+                path = contained(self.files_dir, name)
+                write_file(path, projector.file_content(self.db, name))
                 self.db.execute("DELETE FROM projection_dirty WHERE name = ? AND file = ?",
                                 (projector.name, name))
-                written += 1
-        return written
+        return len(names)
 
     # --- work ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from events import clock
+from events.text import repaired
 
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
@@ -194,7 +195,9 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md);
     ``exclude`` names item ids already shown (a chat's earlier injections) and
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
-    its prompt already); scored items below ``min_score`` are left out."""
+    its prompt already); scored items below ``min_score`` are left out. Any string is a
+    query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD."""
+    query = repaired(query)
     now = now or clock.now()
     filler = _Filler(budget)
     seen_hashes = _fixed_head(db, filler) if head else set()

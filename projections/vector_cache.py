@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from events.db import connect_readonly
+from events.db import connect_readonly, write_transaction
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -106,6 +106,22 @@ def forget_vectors(db: sqlite3.Connection, hashes: Iterable[str]) -> int:
                           (content_hash,)).fetchone():
             gone += db.execute("DELETE FROM embeddings WHERE content_hash = ?",
                                (content_hash,)).rowcount
+    return gone
+
+
+def drop_orphan_vectors(db: sqlite3.Connection) -> int:
+    """Delete the cached vectors of content no item has (what a rebuild from a rewritten log
+    — ``diarist redact`` — leaves behind), in one transaction; returns how many."""
+    try:
+        with write_transaction(db):
+            gone = db.execute("DELETE FROM embeddings WHERE content_hash NOT IN"
+                              " (SELECT content_hash FROM vector_items)").rowcount
+            if gone:
+                bump(db)
+    except sqlite3.OperationalError as exc:
+        if missing_table(exc):
+            return 0
+        raise
     return gone
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from events import Home
 from events.db import write_transaction
 
-from .engine import fsync_file
+from .files import fsync_file
 from .vector_cache import ActiveModel, active_model, generation, matrix_of, missing_table
 
 if TYPE_CHECKING:  # pragma: no cover

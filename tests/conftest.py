@@ -15,7 +15,12 @@ from click.testing import CliRunner, Result
 
 from cli.main import cli
 from events import EventLog, Home
+from events.home import UMASK
 from projections import ProjectionStore, open_store
+
+# What the CLI sets for itself: files the tests' fixtures create are as private as the
+# CLI's, so no command run in-process finds a "loose" home to tighten (and says so).
+os.umask(UMASK)
 
 REPO = Path(__file__).resolve().parent.parent
 Stores = tuple[EventLog, ProjectionStore]  # the ``stores`` fixture

@@ -44,7 +44,7 @@ def test_bad_import_is_a_clear_error_and_changes_nothing(home: Home, tmp_path: P
     assert result.exit_code == 1
     assert result.output == (
         f"Error: {path}:2: missing field 'at', 'role', 'text', 'ref'\n"
-        "Hint: Fix the line named above and run the import again; nothing was imported.\n"
+        "Hint: Fix the lines named above and run the import again; nothing was imported.\n"
     )
     with EventLog(home.events_db) as log:
         assert log.count() == 0
@@ -150,3 +150,47 @@ def test_structlog_is_imported_only_when_a_message_is_shown() -> None:
     loud = subprocess.run([sys.executable, "-c", probe, "-v", "import", str(transcript)],
                           capture_output=True, text=True, env=env)
     assert loud.stdout.strip().endswith("True") and "import.done" in loud.stderr
+
+
+def test_a_killed_verify_leaves_no_scratch_copy_behind(home: Home, tmp_path: Path) -> None:
+    """`replay --verify` rebuilds into var/scratch/verify-*; kill -9 it there and the next
+    verify removes the copy (and its own)."""
+    import signal
+    import time
+
+    from events.transcript import import_file
+
+    from .conftest import diarist_cmd, subprocess_env
+
+    turns = [t for s in range(6) for t in make_turns(500, session=f"s{s}")]
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", turns))
+    run("sync")
+    scratch = home.root / "scratch"
+    proc = subprocess.Popen([*diarist_cmd(), "replay", "--verify"], env=subprocess_env(home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (scratch.is_dir() and any(scratch.glob("verify-*/projections.db"))):
+        assert proc.poll() is None and time.monotonic() < deadline, "verify ended first"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = list(scratch.glob("verify-*"))
+    assert len(left) == 1 and (left[0] / "projections.db").exists()
+
+    assert "turns: ok at 3012" in run("replay", "--verify").output
+    assert not scratch.exists()
+
+
+def test_verify_leaves_a_scratch_copy_in_use_alone(home: Home, tmp_path: Path) -> None:
+    import fcntl
+
+    run("import", str(write_transcript(tmp_path / "t.jsonl", make_turns(4))))
+    busy = home.root / "scratch" / "verify-busy"
+    busy.mkdir(parents=True)
+    with open(busy / "in-use.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another verify, still running
+        assert "turns: ok" in run("replay", "--verify").output
+        assert busy.is_dir()
+    assert "turns: ok" in run("replay", "--verify").output
+    assert not (home.root / "scratch").exists()

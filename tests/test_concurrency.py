@@ -7,6 +7,7 @@ than on interpreter start-up.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import textwrap
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from events.transcript import import_file
 from events.types import TURN_TYPES, UserTurn
 from projections import all_projectors, open_store
 from projections.engine import ProjectionStore
+from workers.presence import worker_present
 
 from .conftest import (
     diarist_cmd,
@@ -323,3 +326,158 @@ def test_a_real_worker_catches_up_after_an_import(home: Home, tmp_path: Path) ->
         stop_process(worker)
         if worker.stderr:
             worker.stderr.close()
+
+
+# --- the soak: everything at once, for a bounded time -------------------------------------------
+
+SOAK_SECONDS = float(os.environ.get("DIARIST_SOAK_SECONDS") or 15)
+TROUBLE = re.compile(r"locked|busy|Traceback|unexpected|Error", re.IGNORECASE)
+
+# argv: stop-file, who. A chat as `diarist chat` runs it (ChatSession + AfterReply: the turns
+# are handed to the running worker), five exchanges a session (ten turns: the worker mines
+# each session when it ends), sessions until the stop file appears.
+CHATTER = textwrap.dedent("""
+    import json, os, sys
+    from events import EventLog, Home
+    from events.config import load_config
+    from projections import open_store
+    from workers.chat.handoff import AfterReply
+    from workers.chat.session import ChatSession
+    from workers.llm import ScriptedBackend
+    stop, who = sys.argv[1:3]
+    home, sent, notes = Home.resolve(), [], []
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        while not os.path.exists(stop):
+            session = ChatSession(home, log, store, ScriptedBackend(), load_config(home),
+                                  tools=False)
+            after = AfterReply(home, session, store, shadow=False, echo=notes.append)
+            session.start()
+            for _ in range(5):
+                text = f"soak-chat-{who}-{len(sent)}-end: how are the harbour tides today?"
+                after.reply_done(session.send(text))
+                sent.append(text)
+            session.end()
+            after.finish()
+    print(json.dumps({"sent": sent, "notes": notes}), flush=True)
+""")
+
+
+def _soak_loop(home: Home, stop: Path, make_args: Callable[[int], list[str]]) -> dict:
+    """Run `diarist ARGS` again and again until ``stop`` exists: how many succeeded, and
+    every run that failed or printed trouble (its exit code and output)."""
+    done, trouble, seconds = [], [], [0.0]
+    while not stop.exists():
+        args = make_args(len(done) + len(trouble))
+        began = time.monotonic()
+        result = run_cli(home, *args)
+        seconds.append(time.monotonic() - began)
+        said = result.stdout + result.stderr
+        if result.returncode != 0 or TROUBLE.search(result.stderr):
+            trouble.append((args, result.returncode, said[-2000:]))
+        else:
+            done.append(args)
+    return {"done": done, "trouble": trouble, "slowest": max(seconds)}
+
+
+@pytest.mark.soak
+def test_soak_appends_imports_recalls_and_a_worker_at_once(home: Home, tmp_path: Path) -> None:
+    """For DIARIST_SOAK_SECONDS (15 by default; the full run is 300): two chats appending
+    turns through the library, a loop of `diarist remember`, a loop of `diarist import` of
+    small transcripts, a loop of `diarist recall`, and `diarist worker` projecting (and
+    mining each chat session as it ends). No user sees `database is locked` or a traceback;
+    afterwards `seq` has no gap and every note, imported turn and chat message is in the log
+    exactly once and in the projections exactly once."""
+    run_cli(home, "remember", "soak-note-seed-end")  # the home exists before anyone races
+    stop = tmp_path / "stop"
+    worker_log = tmp_path / "worker.err"
+    with worker_log.open("w") as sink:  # a file, not a pipe: a full pipe would stall it
+        worker = subprocess.Popen([*diarist_cmd(), "worker"], env=subprocess_env(home),
+                                  stdout=subprocess.DEVNULL, stderr=sink)
+    deadline = time.monotonic() + 60
+    while not worker_present(home):  # the worker projects from the first append on
+        assert worker.poll() is None and time.monotonic() < deadline, "no worker"
+        time.sleep(0.05)
+    chatters = [subprocess.Popen([sys.executable, "-c", CHATTER, str(stop), who],
+                                 env=subprocess_env(home), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for who in "ab"]
+
+    def transcript(i: int) -> list[str]:
+        path = write_transcript(tmp_path / f"import-{i}.jsonl",
+                                make_turns(6, session=f"soak-import-{i}", prefix="soak"))
+        return ["import", str(path)]
+
+    loops: dict[str, Callable[[int], list[str]]] = {
+        "remember": lambda i: ["remember", f"soak-note-{i}-end"],
+        "import": transcript,
+        "recall": lambda i: ["recall", "harbour tides soak", "--k", "5"],
+    }
+    started = time.monotonic()
+    results: dict[str, dict] = {}
+    try:
+        threads = [threading.Thread(target=lambda n=name, f=fn: results.__setitem__(
+            n, _soak_loop(home, stop, f))) for name, fn in loops.items()]
+        for thread in threads:
+            thread.start()
+        time.sleep(SOAK_SECONDS)
+        stop.touch()
+        for thread in threads:
+            thread.join(timeout=300)
+        chats = []
+        for proc in chatters:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0 and not TROUBLE.search(err), err[-3000:]
+            chats.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        stop.touch()
+        stop_process(worker)
+        for proc in chatters:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    elapsed = time.monotonic() - started
+    worker_err = worker_log.read_text(encoding="utf-8", errors="replace")
+    assert not re.search(r"locked|busy|Traceback", worker_err, re.IGNORECASE), worker_err[-3000:]
+    for name, result in results.items():
+        assert result["trouble"] == [], (name, result["trouble"][:3])
+    assert not [note for chat in chats for note in chat["notes"] if TROUBLE.search(note)], chats
+
+    final = run_cli(home, "sync", "--no-embed")
+    assert final.returncode == 0, final.stderr
+    notes = ["soak-note-seed-end"] + [args[1] for args in results["remember"]["done"]]
+    numbers = [re.search(r"import-(\d+)\.jsonl$", args[1]).group(1)  # type: ignore[union-attr]
+               for args in results["import"]["done"]]
+    imported = [t["ref"] for n in numbers
+                for t in make_turns(6, session=f"soak-import-{n}", prefix="soak")]
+    said = [text for chat in chats for text in chat["sent"]]
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        assert_log_invariants(log)  # seq 1..N, no gap; each stream's versions 1..n
+        head = log.head()
+        assert all(store.position(name) == head for name in store.projectors)
+        remembered = Counter(e.payload["text"] for e in log.read(types=["Remembered"]))
+        assert remembered == Counter(notes)  # each note once, no other
+        assert Counter(ref for ref in ref_counts(log).elements()
+                       if ref.startswith("soak:")) == Counter(imported)
+        user_texts = Counter(e.payload["text"] for e in log.read(types=["UserTurn"])
+                             if e.payload["text"].startswith("soak-chat-"))
+        assert user_texts == Counter(said)
+        # ... and once in the projections
+        assert turns_rows(store) == (turn_event_count(log),) * 2
+        in_turns = Counter(text for (text,) in store.db.execute(
+            "SELECT text FROM turns WHERE text LIKE 'soak-chat-%'"))
+        assert in_turns == Counter(said)
+        assert Counter(ref for (ref,) in store.db.execute(
+            "SELECT ref FROM turns WHERE ref LIKE 'soak:%'")) == Counter(imported)
+        assert Counter(c for (c,) in store.db.execute(
+            "SELECT content FROM memories WHERE content LIKE 'soak-note-%'")) == Counter(notes)
+        assert Counter(c for (c,) in store.db.execute(
+            "SELECT content FROM journal_entries WHERE content LIKE 'soak-note-%'")
+        ) == Counter(notes)
+    journals = "".join(p.read_text(encoding="utf-8") for p in home.memory_dir.glob("*.md"))
+    assert all(journals.count(f"{note}\n") == 1 for note in notes), "a note twice in a journal"
+    verify = run_cli(home, "replay", "--verify", timeout=600)
+    assert verify.returncode == 0 and "DIFFERS" not in verify.stdout, verify.stdout
+    operations = {name: len(r["done"]) for name, r in results.items()} | {
+        "chat_turns": 2 * len(said)}
+    slowest = {name: round(r["slowest"], 1) for name, r in results.items()}
+    print(f"\nsoak: {elapsed:.0f} s, {head} events, operations {operations}, slowest (s) "
+          f"{slowest}, errors: 0")

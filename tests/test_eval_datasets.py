@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,6 +85,92 @@ def test_longmemeval_numbers_repeated_sessions_and_abstention() -> None:
     assert not abstain.answerable and abstain.evidence == ()
 
 
+def test_longmemeval_oracle_haystacks_are_the_evidence_sessions() -> None:
+    """`_oracle`: each haystack holds only its answer sessions (non-ASCII text, indented)."""
+    data = load_dataset(FIXTURES / "longmemeval_oracle_mini.json")
+    trip, pref = data.conversations
+    question = trip.questions[0]
+    assert question.category == "temporal-reasoning" and question.answer == "12 days"
+    assert question.evidence == ("o-trip/answer_z1:0", "o-trip/answer_p1:0")
+    assert trip.sessions_of(question) == {t["session"] for t in trip.turns}
+    first = trip.turns[0]["text"]
+    assert first.startswith("Back from Zürich today") and "🌊" in first
+    assert [t["at"] for t in pref.turns] == ["2023-09-28T19:10:00Z", "2023-09-28T19:10:30Z"]
+
+
+def test_longmemeval_m_many_sessions_read_one_question_at_a_time() -> None:
+    """`_m` (compact, ~500 sessions a question in the real file; 40 here): the turns are read
+    again from each question's byte offset when used — with multi-byte text before them, so
+    the offsets must count bytes, not characters."""
+    data = load_dataset(FIXTURES / "longmemeval_m_mini.json")
+    raw = json.loads((FIXTURES / "longmemeval_m_mini.json").read_text(encoding="utf-8"))
+    assert [c.id for c in data.conversations] == ["m-job", "m-car"]
+    for conv, item in zip(data.conversations, raw, strict=True):
+        assert len(conv.turns) == 80 and len({t["session"] for t in conv.turns}) == 40
+        assert [t["text"] for t in conv.turns] == [
+            m["content"] for s in item["haystack_sessions"] for m in s]
+        (question,) = conv.questions
+        assert question.evidence == (f"{conv.id}/answer_{conv.id}:0",)
+        assert conv.sessions_of(question) == {f"{conv.id}/answer_{conv.id}"}
+        assert conv.session_of[f"{conv.id}/answer_{conv.id}:1"] == f"{conv.id}/answer_{conv.id}"
+        assert f"{conv.id}/nope:0" not in conv.session_of
+    assert "Škoda" in data.conversations[1].questions[0].answer
+
+
+def _peak_loading(path: Path) -> tuple[int, Any]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        data = load_dataset(path)
+        return tracemalloc.get_traced_memory()[1], data
+    finally:
+        tracemalloc.stop()
+
+
+def test_longmemeval_file_is_streamed_not_read_whole(tmp_path: Path) -> None:
+    """Memory for a LongMemEval file does not grow with its number of questions: the loader
+    keeps one question at a time (eight times the questions, less than twice the memory;
+    reading the file whole would take eight times as much)."""
+    filler = "I keep a diary of small things — café visits, walks, the weather. " * 12
+
+    def write(n: int) -> Path:
+        items = [{"question_id": f"q{i}", "question_type": "single-session-user",
+                  "question": "Where did I walk?", "answer": "the park",
+                  "question_date": "2023/05/30 (Tue) 23:42",
+                  "haystack_session_ids": [f"s{j}" for j in range(60)],
+                  "haystack_dates": ["2023/05/01 (Mon) 08:00"] * 60,
+                  "haystack_sessions": [[{"role": "user", "content": f"{j}: {filler}",
+                                          "has_answer": j == 3}] * 4 for j in range(60)],
+                  "answer_session_ids": ["s3"]} for i in range(n)]
+        path = tmp_path / f"longmemeval_{n}.json"
+        path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+        return path
+
+    small, large = write(4), write(32)
+    peak_small, _ = _peak_loading(small)
+    peak_large, data = _peak_loading(large)
+    size = large.stat().st_size
+    assert size > 6_000_000 and len(data.conversations) == 32
+    assert peak_large < 2 * peak_small, \
+        f"peak {peak_large:,} bytes for {size:,} bytes (4 questions: {peak_small:,})"
+    assert data.conversations[29].turns[12]["text"].startswith("3: I keep a diary")
+    assert data.conversations[29].questions[0].evidence == tuple(f"q29/s3:{k}" for k in range(4))
+
+
+_ELEMENT = '{"question_id": "a", "question": "q", "haystack_sessions": [], "haystack_dates": []'
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"[{_ELEMENT}", "not valid JSON"), (f"[{_ELEMENT}}} x", "expected ','")])
+def test_longmemeval_broken_file_is_refused_clearly(tmp_path: Path, text: str,
+                                                    message: str) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DatasetError, match=message):
+        load_dataset(path)
+
+
 def test_layout_folder_with_stale_refs() -> None:
     data = load_dataset(FIXTURES / "layout")
     assert data.format == "layout" and [c.id for c in data.conversations] == ["chat-a"]
@@ -93,7 +180,9 @@ def test_layout_folder_with_stale_refs() -> None:
     assert q3.category == "adversarial" and not q3.answerable
 
 
-@pytest.mark.parametrize("name", ["locomo10_mini.json", "longmemeval_mini.json", "layout"])
+@pytest.mark.parametrize("name", ["locomo10_mini.json", "longmemeval_mini.json",
+                                  "longmemeval_oracle_mini.json", "longmemeval_m_mini.json",
+                                  "layout"])
 def test_every_loader_gives_importable_transcripts(name: str, tmp_path: Path) -> None:
     """Each conversation imports with `diarist import` (events.transcript) and every evidence
     ref is a turn of it; written out in the folder layout and read back, it is the same."""
@@ -109,7 +198,8 @@ def test_every_loader_gives_importable_transcripts(name: str, tmp_path: Path) ->
             assert set(q.evidence) <= refs and set(q.stale) <= refs
     write_layout(data, tmp_path / "out")
     again = {c.id: c for c in load_dataset(tmp_path / "out").conversations}  # sorted by name
-    assert [again[c.id].turns for c in data.conversations] == [c.turns for c in data.conversations]
+    assert [list(again[c.id].turns) for c in data.conversations] == \
+        [list(c.turns) for c in data.conversations]
     assert [again[c.id].questions for c in data.conversations] == [
         c.questions for c in data.conversations]
 

@@ -7,8 +7,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,65 +23,16 @@ from workers.llm import (
     ModelNotFound,
     OllamaBackend,
     OpenAIBackend,
+    ReplyCutOff,
     ScriptedBackend,
     make_backend,
 )
 
+from .llm_server import Handler, serve
+
 KEY = "sk-test-SECRET-4f9a8b7c"
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
 WORDS = ["Hello", " from", " the", " fake", " server", "."]
-
-Route = Callable[["Handler", dict], None]
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # streams use chunked transfer encoding, like the real servers
-    routes: dict[tuple[str, str], Route] = {}
-    seen: list[dict] = []
-
-    def log_message(self, *args: object) -> None:  # keep pytest output clean
-        pass
-
-    def _handle(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else {}
-        self.seen.append({"method": method, "path": self.path, "headers": dict(self.headers),
-                          "body": body})
-        route = self.routes.get((method, self.path))
-        if route is None:
-            self.send_json(404, {"error": "404 page not found"})
-            return
-        try:
-            route(self, body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up (interrupt test)
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def send_json(self, status: int, data: object) -> None:
-        payload = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def send_stream(self, content_type: str, chunks: list[bytes], delay: float = 0.01) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for c in chunks:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
-            self.wfile.flush()
-            time.sleep(delay)
-        self.wfile.write(b"0\r\n\r\n")
-        self.close_connection = True
 
 
 @pytest.fixture(autouse=True)
@@ -93,14 +43,8 @@ def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, type[Handler]]]:
-    handler = type("H", (Handler,), {"routes": {}, "seen": []})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    httpd.shutdown()
-    httpd.server_close()
+    with serve() as running:
+        yield running
 
 
 @pytest.fixture
@@ -625,3 +569,105 @@ def test_llm_config_is_validated(home: Home, yaml_text: str, message: str) -> No
     result = CliRunner().invoke(cli, ["recall", "x"])
     assert result.exit_code == 1 and message in result.output
     assert "123456789" not in result.output
+
+
+# --- servers that misbehave -------------------------------------------------------------------
+
+def test_a_chunk_that_is_not_an_object_cuts_the_reply_and_keeps_it(
+        openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "Hel"}}]}),
+                              sse({"choices": [{"delta": {"content": "lo"}}]}),
+                              b'data: ["a", "list"]\n\n', b"data: [DONE]\n\n"])
+    shown: list[str] = []
+    with pytest.raises(ReplyCutOff) as e:
+        OpenAIBackend(url, "m").chat(MSGS, on_token=shown.append)
+    assert_clean(e.value)
+    assert 'not a JSON object: ["a", "list"]' in str(e.value)
+    assert shown == ["Hel", "lo"]
+    assert e.value.partial.text == "Hello" and e.value.partial.interrupted
+
+
+@pytest.mark.parametrize("chunk", [
+    {"choices": "nope"}, {"choices": [{"delta": {"content": 5}}]},
+    {"choices": [{"delta": {"tool_calls": ["x"]}}]}, {"choices": [7]},
+])
+def test_chunks_with_wrong_field_types_are_named(openai: tuple[str, type[Handler]],
+                                                 chunk: dict) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "ok"}}]}), sse(chunk)])
+    with pytest.raises(ReplyCutOff, match="a malformed chunk") as e:
+        OpenAIBackend(url, "m").chat(MSGS)
+    assert e.value.partial.text == "ok"
+
+
+def test_a_stream_that_ends_early_or_is_not_a_stream(openai: tuple[str, type[Handler]],
+                                                     ollama: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/event-stream", [sse({"choices": [{"delta": {"content": "Hel"}}]})])
+    with pytest.raises(ReplyCutOff, match="closed the stream before the reply was complete"):
+        OpenAIBackend(url, "m").chat(MSGS)
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_stream(
+        "text/html", [b"<html>It works!</html>\n"])
+    with pytest.raises(BackendError, match="no OpenAI stream chunk.*<html>It works!"):
+        OpenAIBackend(url, "m").chat(MSGS)
+    oll, oh = ollama
+    oh.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream(
+        "application/x-ndjson", [b'{"message": {"content": "Hi"}, "done": false}\n', b"[1]\n"])
+    with pytest.raises(ReplyCutOff, match="not a JSON object") as e:
+        OllamaBackend(oll, "m").chat(MSGS)
+    assert e.value.partial.text == "Hi"
+    oh.routes[("POST", "/api/chat")] = lambda hd, b: hd.send_stream(
+        "application/x-ndjson", [b'{"message": {"content": "Hi"}, "done": false}\n'])
+    with pytest.raises(ReplyCutOff, match="closed the stream before"):
+        OllamaBackend(oll, "m").chat(MSGS)
+
+
+def test_metadata_that_is_not_what_was_asked(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(200, ["not", "an", "object"])
+    with pytest.raises(BackendError, match="not a JSON object") as e:
+        OpenAIBackend(url, None).models()
+    assert_clean(e.value)
+    h.routes[("GET", "/props")] = lambda hd, b: hd.send_json(
+        200, {"default_generation_settings": {"n_ctx": "lots"}})
+    h.routes[("GET", "/v1/models")] = lambda hd, b: hd.send_json(
+        200, {"data": [{"id": "m", "meta": {"n_ctx_train": float("inf")}}]})
+    assert OpenAIBackend(url, "m").context_window() is None  # nonsense is unknown, not a crash
+
+
+def test_a_stalled_metadata_request_times_out_clearly(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+
+    def stalled(hd: Handler, body: dict) -> None:
+        time.sleep(2)
+        hd.send_json(200, {"n_ctx": 4096})
+
+    h.routes[("GET", "/props")] = stalled
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"no answer from .*/props within 0\.5 s") as e:
+        OpenAIBackend(url, "m", timeout=0.5).context_window()
+    assert time.monotonic() - started < 1.5
+    assert "llm.timeout" in e.value.hint
+
+
+def test_an_error_body_is_clipped(openai: tuple[str, type[Handler]]) -> None:
+    url, h = openai
+    h.routes[("POST", "/v1/chat/completions")] = lambda hd, b: hd.send_json(
+        500, {"error": {"message": "boom " + "y" * 5000}})
+    with pytest.raises(BackendError) as e:
+        OpenAIBackend(url, "m").chat(MSGS)
+    assert len(str(e.value)) < 500 and "(4,705 more characters)" in str(e.value)
+
+
+def test_a_base_url_that_cannot_work_is_refused_up_front() -> None:
+    for url in ("http://127.0.0.1:eighty", "ftp://host", "http://"):
+        with pytest.raises(BackendError, match="is not a usable URL") as e:
+            make_backend("openai", base_url=url)
+        assert "http://HOST:PORT" in e.value.hint
+        with pytest.raises(BackendError, match="is not a usable URL"):
+            make_backend("ollama", base_url=url)
+    assert make_backend("openai", base_url="http://a").base_url == "http://a/v1"

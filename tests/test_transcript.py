@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from events import EventLog, ImportFailed
+from events import EventLog, Home, ImportFailed
 from events.transcript import export_lines, import_file
 
-from .conftest import make_turns, write_transcript
+from .conftest import diarist_cmd, make_turns, subprocess_env, write_transcript
 
 GOOD = {"session": "s1", "at": "2024-01-01T10:00:00Z", "role": "user", "name": "Ann",
         "text": "hello", "ref": "r1"}
@@ -33,7 +34,7 @@ def bad_file(tmp_path: Path, line: str) -> Path:
     (json.dumps(GOOD | {"ref": "r2", "at": "2024-01-01T10:00:00"}),
      "'at' '2024-01-01T10:00:00' has no UTC offset (add 'Z' or '+hh:mm')"),
     (json.dumps(GOOD | {"ref": "r2", "at": "yesterday"}),
-     "'at' 'yesterday' is not an ISO-8601 time"),
+     "'at' 'yesterday' is not an ISO-8601 time (e.g. 2024-05-01T09:30:00Z)"),
     (json.dumps(GOOD | {"ref": "r2", "text": "   "}), "empty 'text'"),
     (json.dumps(GOOD | {"ref": "r2", "session": ""}), "empty 'session'"),
     (json.dumps(GOOD | {"ref": "r2", "text": 5}), "field 'text' must be a string, got int"),
@@ -118,3 +119,72 @@ def test_export_then_import_elsewhere_is_lossless(tmp_path: Path, log: EventLog)
         mine = [(e.type, e.payload, e.occurred_at, e.ref) for e in log.read()]
         theirs = [(e.type, e.payload, e.occurred_at, e.ref) for e in other.read()]
         assert mine == theirs
+
+
+def test_import_dash_reads_standard_input(home: Home, tmp_path: Path) -> None:
+    data = "".join(json.dumps(t) + "\n" for t in make_turns(4)).encode()
+    first = subprocess.run([*diarist_cmd(), "import", "-"], input=data, capture_output=True,
+                           env=subprocess_env(home), timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert b"Imported standard input: 4 turns in 1 sessions; 6 events appended" in first.stdout
+    again = subprocess.run([*diarist_cmd(), "import", "-"], input=data, capture_output=True,
+                           env=subprocess_env(home), timeout=120)
+    assert b"0 events appended, 6 already in the log" in again.stdout
+    with EventLog(home.events_db) as log:
+        assert [e.ref for e in log.read(types=["UserTurn", "AssistantTurn"])] == \
+            [t["ref"] for t in make_turns(4)]
+
+
+def test_a_ref_reused_for_another_turn_fails_the_whole_import(tmp_path: Path,
+                                                             log: EventLog) -> None:
+    import_file(log, write_transcript(tmp_path / "a.jsonl", [GOOD]))
+    count = log.count()
+    changed = [GOOD | {"session": "s2", "ref": "new-1"},
+               GOOD | {"session": "s2", "text": "hello again", "name": "Bo"}]
+    with pytest.raises(ImportFailed) as info:
+        import_file(log, write_transcript(tmp_path / "b.jsonl", changed))
+    assert str(info.value) == (
+        f"{tmp_path / 'b.jsonl'}:2: ref 'r1' is already in the log (seq 2) for a different "
+        "turn: its session and text and name differ")
+    assert "new ref" in info.value.hint
+    assert log.count() == count  # all or nothing: no turn, and no empty session "s2"
+    assert not log.read(stream="s2")
+    # the same turn again (same ref, same content) is still only skipped
+    assert import_file(log, write_transcript(tmp_path / "c.jsonl", [GOOD])).appended == 0
+
+
+def test_a_ref_reused_with_another_time_is_named(tmp_path: Path, log: EventLog) -> None:
+    import_file(log, write_transcript(tmp_path / "a.jsonl", [GOOD]))
+    moved = GOOD | {"at": "2024-01-01T11:00:00+01:00"}  # the same instant: the same turn
+    assert import_file(log, write_transcript(tmp_path / "b.jsonl", [moved])).appended == 0
+    later = GOOD | {"at": "2024-01-01T10:00:01Z"}
+    with pytest.raises(ImportFailed, match="its time differs"):
+        import_file(log, write_transcript(tmp_path / "c.jsonl", [later]))
+
+
+def test_every_bad_line_is_counted_the_first_twenty_shown(tmp_path: Path, log: EventLog) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + "[]\n" * 2500, encoding="utf-8")
+    with pytest.raises(ImportFailed) as info:
+        import_file(log, path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{path}:2: expected a JSON object"
+    assert lines[19] == f"{path}:21: expected a JSON object"
+    assert lines[20:] == ["… and 2,480 more"]
+    assert log.count() == 0
+
+
+def test_a_line_over_the_limit_is_never_read_whole(tmp_path: Path, log: EventLog) -> None:
+    """The reader reads an over-long line in pieces and names it; the lines after it are
+    still checked."""
+    from events.jsonl import MAX_LINE_BYTES
+
+    path = tmp_path / "t.jsonl"
+    near = json.dumps(GOOD | {"ref": "near", "text": "x" * (MAX_LINE_BYTES - 200)})
+    path.write_text(near + "\n" + "y" * (MAX_LINE_BYTES + 1) + "\n" + json.dumps(GOOD) + "\n"
+                    + "z" * 3 * MAX_LINE_BYTES, encoding="utf-8")
+    with pytest.raises(ImportFailed) as info:
+        import_file(log, path)
+    assert str(info.value).splitlines() == [
+        f"{path}:2: line too long ({MAX_LINE_BYTES + 1:,} bytes; at most {MAX_LINE_BYTES:,})",
+        f"{path}:4: line too long ({3 * MAX_LINE_BYTES:,} bytes; at most {MAX_LINE_BYTES:,})"]

@@ -40,8 +40,11 @@ def table(path: Path, sql: str) -> list[tuple]:
 
 
 def test_the_schema_1_home_opens_and_replays_to_the_same_digests(home: Home) -> None:
+    """The fixture was written before the redaction permit (migration 2): opening it is a
+    real upgrade — backed up first, then migrated — and its memory is what it was."""
     recorded = fixture_home(home)
     assert recorded["schema_version"] == 1
+    original = home.events_db.read_bytes()
     replayed = run("replay")
     assert f"turns: rebuilt to {recorded['head']}" in replayed.output
     with EventLog(home.events_db) as log, open_store(home, log) as store:
@@ -54,8 +57,12 @@ def test_the_schema_1_home_opens_and_replays_to_the_same_digests(home: Home) -> 
             assert store.digest(name) == then["digest"], name
             compared += 1
     assert compared >= 6  # most projections are still at the fixture's version
-    assert not list((home.root / "backups").glob("*")) if (home.root / "backups").exists() \
-        else True  # same schema: nothing to migrate, no backup
+    backups = list((home.root / "backups").glob("events-v1-*.db"))
+    assert len(backups) == 1  # taken before migrating, once
+    assert table(backups[0], "PRAGMA user_version") == [(1,)]
+    assert table(backups[0], "SELECT COUNT(*) FROM events") == [(recorded["events"],)]
+    assert table(home.events_db, "PRAGMA user_version")[0][0] >= 2
+    assert home.events_db.read_bytes() != original
     assert "DIFFERS" not in run("replay", "--verify").output
 
 
@@ -68,13 +75,15 @@ def test_a_home_from_before_user_version_was_kept_opens_as_schema_1(home: Home) 
     db.commit()
     db.close()
     run("events", "-n", "1")
-    assert table(home.events_db, "PRAGMA user_version") == [(1,)]
-    assert not (home.root / "backups").exists()
+    # read as schema 1 (not as an empty log), so upgraded from 1 like any schema-1 home
+    assert table(home.events_db, "PRAGMA user_version") == [(migrations.version,)]
+    assert len(list((home.root / "backups").glob("events-v1-*.db"))) == 1
 
 
 @pytest.fixture
 def version_2() -> Iterator[list[str]]:
-    """This diarist, one schema later: a migration step added (an index)."""
+    """This diarist, one schema later: a migration step added (an index). (The fixture is
+    schema 1; today's steps and this one are applied to it.)"""
     calls: list[str] = []
 
     @migrations()
@@ -90,6 +99,7 @@ def version_2() -> Iterator[list[str]]:
 
 def test_an_older_home_is_backed_up_then_migrated_on_first_use(home: Home,
                                                               version_2: list[str]) -> None:
+    today = [name for name, _ in migrations._steps]
     recorded = fixture_home(home)
     original = (V1 / "events.db").read_bytes()
     rows = table(V1 / "events.db", "SELECT * FROM events ORDER BY seq")
@@ -108,8 +118,9 @@ def test_an_older_home_is_backed_up_then_migrated_on_first_use(home: Home,
     assert not Path(f"{backup}-wal").exists()  # one self-contained file
     # the live log is migrated
     assert table(home.events_db, "SELECT name FROM _migrations ORDER BY rowid") == [
-        ("m001_events",), ("m002_events_by_stream",)]
-    assert table(home.events_db, "PRAGMA user_version") == [(2,)]
+        (name,) for name in today]
+    assert today[-1] == "m002_events_by_stream" and migrations.version == len(today)
+    assert table(home.events_db, "PRAGMA user_version") == [(len(today),)]
     assert table(home.events_db, "SELECT name FROM sqlite_master WHERE name = 'events_stream'")
     assert table(home.events_db, "SELECT * FROM events ORDER BY seq") == rows
     # and used: nothing migrates twice, nothing is backed up twice
@@ -131,16 +142,20 @@ def test_a_migration_that_fails_changes_nothing_and_says_where_the_backup_is(
         db.execute("CREATE INDEX half_done ON events (type)")
         raise RuntimeError("this step has a bug")
 
+    steps = list(migrations._steps)
     try:
         rows = table(home.events_db, "SELECT * FROM events ORDER BY seq")
         result = run("events", ok=False)
     finally:
         migrations._steps.remove(("m002_broken", m002_broken))
     assert result.exit_code == 1
-    assert "upgrading the log to schema 2 failed at m002_broken (RuntimeError: this step has a " \
-        "bug)" in result.output
+    assert f"upgrading the log to schema {len(steps)} failed at m002_broken (RuntimeError: " \
+        "this step has a bug)" in result.output
     assert "the log was not changed" in result.output and "backups/events-v1-" in result.output
-    assert table(home.events_db, "SELECT name FROM _migrations") == [("m001_events",)]
+    # the steps before the broken one are applied (each in its own transaction); the broken
+    # one left nothing behind
+    assert table(home.events_db, "SELECT name FROM _migrations ORDER BY rowid") == [
+        (name,) for name, _ in steps[:-1]]
     assert not table(home.events_db, "SELECT name FROM sqlite_master WHERE name='half_done'")
     assert table(home.events_db, "SELECT * FROM events ORDER BY seq") == rows
     assert run("events", "-n", "1").exit_code == 0  # this diarist still reads it as it was

@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from events import EventLog, Home, clock
 from events.config import Config, load_config
+from events.logger import get_logger
 from projections import open_store
 from projections.mining import open_chats, waiting_sessions
 
@@ -44,7 +43,7 @@ from .pass_lock import PassRunning
 WINDOW_HOURS = 6
 JUST_ENDED = dt.timedelta(hours=1)     # a session that ended this recently is mined at once
 CHAT_QUIET = dt.timedelta(minutes=15)  # ... unless a chat had a turn this recently
-logger = structlog.get_logger("diarist.schedule")
+logger = get_logger("diarist.schedule")
 ExtractorFor = Callable[[Home, MinerSpec], Extractor]
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import structlog
 from huey import crontab
 from huey.exceptions import TaskLockedException
 from huey.storage import RedisStorage
 
 from events import Home
 from events.config import load_config
+from events.logger import get_logger
 from projections import all_projectors
 
 from .app import bound_home, configure, huey, mining_queue
@@ -137,7 +137,7 @@ def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
 def night_task() -> None:
     """Mine, dream, consolidate (workers/schedule.py), then project what they appended."""
     report = run_night(bound_home(), mining_extractor)
-    structlog.get_logger("diarist.worker").info(
+    get_logger("diarist.worker").info(
         "night.done", skipped=report.skipped,
         mined=report.mined.new if report.mined else None,
         merged=report.dreamt.merged if report.dreamt else None,

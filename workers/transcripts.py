@@ -7,16 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events import DiaristError, EventLog, Home, RecordedEvent
-from events.transcript import ImportResult, export_lines, import_file
+from events.transcript import ImportResult, export_lines, import_turns, read_turns
 
 from .dispatch import after_append
 
 
 def import_transcript(home: Home, path: Path) -> ImportResult:
     """Append a transcript (all or nothing, idempotent by ref); a running worker is asked to
-    project what was appended."""
+    project what was appended. The file is read and checked before the home is touched."""
+    turns, name = read_turns(path)
     with EventLog(home.events_db) as log:
-        result = import_file(log, path)
+        result = import_turns(log, turns, name)
     if result.appended:
         after_append(home)
     return result

@@ -22,6 +22,7 @@ from events import Event, EventLog, Home
 from events.config import Config
 from events.ids import new_ulid
 from events.logger import get_logger
+from events.text import repaired
 from events.types import (
     AssistantTurn,
     HistoryCompressed,
@@ -42,6 +43,7 @@ from ..llm import (
     ChatReply,
     ContextLengthExceeded,
     ModelNotFound,
+    ReplyCutOff,
 )
 from .memory import SessionMemory
 from .tools import (
@@ -203,14 +205,29 @@ class ChatSession:
         """One user turn; returns the final reply. ``on_token`` gets every streamed piece of
         every model call of the turn (tool-call rounds included); ``on_reply_end`` is called
         after each of those calls with its reply, so a caller can tell them apart."""
+        text = repaired(text)  # a stray byte from the terminal must not end the session
         note = self._note(text)
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
         content = f"{note.text}\n\n{text}" if note else text
         self.history.append(_Message("user", content, [user_id],
                                      note.injected_tokens if note else 0))
-        reply = self._chat([], on_token, on_reply_end)
-        if self.tools:
-            reply = self._tool_rounds(reply, on_token, on_reply_end)
+        try:
+            reply = self._chat([], on_token, on_reply_end)
+            if self.tools:
+                reply = self._tool_rounds(reply, on_token, on_reply_end)
+        except ReplyCutOff as cut:  # keep what was already shown, then report the error
+            if cut.partial.text.strip():
+                self._reply_done(user_id, cut.partial)
+            raise
+        self._reply_done(user_id, reply)
+        if self.config.memory.rolling_summary.enabled and \
+                self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
+            self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")
+            self.compress()
+        return reply
+
+    def _reply_done(self, user_id: str, reply: ChatReply) -> None:
+        """Record the reply as ``AssistantTurn`` (with its stats) and add it to the history."""
         s = reply.stats
         assistant_id = self._append(AssistantTurn(
             session=self.id, text=reply.text, name=self.backend.model,
@@ -219,11 +236,6 @@ class ChatSession:
         self.history.append(_Message("assistant", reply.text, [assistant_id]))
         self.turns += 1
         self.last_turn = (user_id, assistant_id)
-        if self.config.memory.rolling_summary.enabled and \
-                self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
-            self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")
-            self.compress()
-        return reply
 
     def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
               on_reply_end: Callable[[ChatReply], None] | None = None, *,

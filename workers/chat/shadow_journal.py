@@ -22,6 +22,7 @@ from events.logger import get_logger
 from events.types import FactsExtracted
 from projections import ProjectionStore, open_store
 from projections.journal import entries_for
+from projections.secrets import scrub
 
 from ..llm import Backend, make_backend
 from ..llm.lenient_json import decode_lenient
@@ -86,7 +87,7 @@ def clean_facts(facts: list[str], journal_lines: list[str]) -> list[str]:
     seen = {_norm(line) for line in journal_lines}
     out: list[str] = []
     for fact in facts:
-        fact = " ".join(str(fact).split())
+        fact = " ".join(scrub(str(fact)).split())  # the log gets no secret a model repeated
         if len(fact) > MAX_FACT_CHARS:
             fact = fact[:MAX_FACT_CHARS - 1].rstrip() + "…"
         key = _norm(fact)
@@ -101,12 +102,13 @@ def clean_facts(facts: list[str], journal_lines: list[str]) -> list[str]:
 
 def extraction_messages(user_turn: RecordedEvent, assistant_turn: RecordedEvent,
                         journal_lines: list[str]) -> list[dict]:
-    """The extraction prompt: the instruction, today's journal, and the two turns' texts only."""
+    """The extraction prompt: the instruction, today's journal, and the two turns' texts only
+    (secrets masked: like mining, this prompt is built for memory)."""
     known = journal_lines[-MAX_KNOWN_LINES:]
     journal = "\n".join(f"- {line}" for line in known) if known else "(empty)"
     exchange = (f"Already in today's journal:\n{journal}\n\n"
-                f"Last exchange:\nuser: {user_turn.payload.get('text', '')}\n"
-                f"assistant: {assistant_turn.payload.get('text', '')}\n\n"
+                f"Last exchange:\nuser: {scrub(str(user_turn.payload.get('text', '')))}\n"
+                f"assistant: {scrub(str(assistant_turn.payload.get('text', '')))}\n\n"
                 "New facts (JSON list):")
     return [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": exchange}]
 

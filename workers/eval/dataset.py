@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from events import DiaristError
 from events.jsonl import jsonl_lines
+from events.problems import Problems
 from events.transcript import parse as parse_transcript
 
 TRANSCRIPT_SUFFIX = ".transcript.jsonl"
 QUESTIONS_SUFFIX = ".questions.jsonl"
 QUESTION_FIELDS = ("id", "query", "answer", "category", "evidence", "stale", "at",
                    "answerable", "evidence_sessions")
-MAX_REPORTED = 10
 
 
 class DatasetError(DiaristError):
@@ -69,12 +69,12 @@ class Conversation:
     """One home's worth: the turns to import and the questions asked about them."""
 
     id: str
-    turns: tuple[dict[str, str], ...]
+    turns: Sequence[dict[str, str]]      # a tuple, or read from the file when used (LongMemEval)
     questions: tuple[Question, ...]
-    session_of: dict[str, str] = field(default_factory=dict, compare=False)  # ref → session
+    session_of: Mapping[str, str] = field(default_factory=dict, compare=False)  # ref → session
 
     def __post_init__(self) -> None:
-        if not self.session_of:
+        if isinstance(self.session_of, dict) and not self.session_of:
             self.session_of.update({t["ref"]: t["session"] for t in self.turns})
 
     def transcript_lines(self) -> list[str]:
@@ -130,13 +130,11 @@ def load_layout(directory: Path) -> Dataset:
 
 def _read_transcript(path: Path) -> list[dict[str, str]]:
     try:
-        with path.open(encoding="utf-8") as handle:
+        with path.open("rb") as handle:
             parsed = parse_transcript(handle, str(path))
     except DiaristError as exc:
         raise DatasetError(str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_bytes().split(b"\n")  # the reader's lines: "\n" ends one, nothing else
     return [json.loads(lines[t.line - 1]) for t in parsed]
 
 
@@ -172,16 +170,14 @@ def _question_error(obj: Any, refs: set[str]) -> str | None:
 
 def _read_questions(path: Path, refs: set[str]) -> list[Question]:
     out: list[Question] = []
-    errors: list[str] = []
+    problems = Problems()
     ids: set[str] = set()
     for line in jsonl_lines(path, error=DatasetError):
         problem = line.error or _question_error(line.value, refs)
         if problem is None and line.value["id"] in ids:
             problem = f"duplicate id {line.value['id']!r}"
         if problem:
-            errors.append(f"{path}:{line.number}: {problem}")
-            if len(errors) >= MAX_REPORTED:
-                break
+            problems.add(f"{path}:{line.number}: {problem}")
             continue
         obj = line.value
         ids.add(obj["id"])
@@ -190,8 +186,8 @@ def _read_questions(path: Path, refs: set[str]) -> list[Question]:
             tuple(obj["evidence"]), tuple(obj.get("stale", ())),
             obj.get("answerable", obj["category"] != "adversarial"),
             tuple(obj.get("evidence_sessions", ())), obj.get("at")))
-    if errors:
-        raise DatasetError("\n".join(errors), hint="Fix those lines; nothing was evaluated.")
+    if problems:
+        raise DatasetError(problems.render(), hint="Fix those lines; nothing was evaluated.")
     return out
 
 

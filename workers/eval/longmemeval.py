@@ -15,23 +15,29 @@ are kept as the turns' times, so recency means what it did), ref ``<session>:<i>
 ``answer_session_ids`` give the evidence sessions (session-level recall counts them even where
 no turn is marked). Abstention questions are kept but marked not answerable, so recall skips
 them.
+
+**Memory.** The file is read one question at a time (:mod:`.json_stream`): each element is
+parsed for its question, its evidence refs and its turn count, and dropped; a
+conversation's turns are parsed again from the element's byte offset when they are used
+(building its home, the recent-history baseline), the last two kept. So ``longmemeval_m``
+(2.7 GB, ~500 sessions a question) needs memory for a question or two, not for the file —
+``_s`` and ``_oracle`` (only the evidence sessions) are read the same way.
 """
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, overload
 
 from .dataset import Conversation, Dataset, DatasetError, Question, turn
+from .json_stream import iter_objects, read_object
 
 TURN_SPACING = dt.timedelta(seconds=30)
 ABSTENTION_SUFFIX = "_abs"
 _DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([^)]*\))?\s*(\d{1,2}):(\d{2})")
-
-
-def looks_like(data: Any) -> bool:
-    return (isinstance(data, list) and bool(data) and isinstance(data[0], dict)
-            and "haystack_sessions" in data[0])
 
 
 def parse_date(text: str) -> dt.datetime:
@@ -63,7 +69,8 @@ def _check(item: Any, index: int) -> str:
     return qid
 
 
-def _conversation(item: dict[str, Any], qid: str) -> Conversation:
+def _turns_and_question(item: dict[str, Any], qid: str
+                        ) -> tuple[list[dict[str, str]], Question]:
     ids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_dates"]))]
     names: dict[str, str] = {}   # haystack session id → our session name (first occurrence)
     used: dict[str, int] = {}
@@ -91,18 +98,78 @@ def _conversation(item: dict[str, Any], qid: str) -> Conversation:
         str(item.get("question_type") or "unknown"), tuple(evidence),
         answerable=not qid.endswith(ABSTENTION_SUFFIX), evidence_sessions=sessions,
         at=_iso(parse_date(item["question_date"])) if item.get("question_date") else None)
-    return Conversation(qid, tuple(turns), (question,))
+    return turns, question
 
 
-def load(data: list[Any], name: str) -> Dataset:
+@lru_cache(maxsize=2)
+def _haystack(path: Path, offset: int, index: int) -> tuple[dict[str, str], ...]:
+    item = read_object(path, offset)
+    return tuple(_turns_and_question(item, _check(item, index))[0])
+
+
+class HaystackTurns(Sequence[dict[str, str]]):
+    """One question's turns, parsed from the file (at ``offset``) when they are used."""
+
+    def __init__(self, path: Path, offset: int, index: int, count: int) -> None:
+        self.path, self.offset, self.position, self.size = path, offset, index, count
+
+    def _turns(self) -> tuple[dict[str, str], ...]:
+        return _haystack(self.path, self.offset, self.position)
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[dict[str, str]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, str] | Sequence[dict[str, str]]:
+        return self._turns()[i]
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        return iter(self._turns())
+
+
+class HaystackSessions(Mapping[str, str]):
+    """ref → session without a table: a ref is ``<session>:<i>`` (see the module doc)."""
+
+    def __init__(self, sessions: frozenset[str], turns: HaystackTurns) -> None:
+        self.sessions, self.turns = sessions, turns
+
+    def __getitem__(self, ref: str) -> str:
+        session = ref.rpartition(":")[0]
+        if session not in self.sessions:
+            raise KeyError(ref)
+        return session
+
+    def __iter__(self) -> Iterator[str]:
+        return (t["ref"] for t in self.turns)
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+
+def looks_like_element(item: Any) -> bool:
+    return isinstance(item, dict) and "haystack_sessions" in item
+
+
+def load_file(path: Path, name: str) -> Dataset:
+    """The dataset of a LongMemEval file, read one question at a time (see the module doc)."""
     conversations = []
     seen: set[str] = set()
-    for index, item in enumerate(data):
+    for index, (offset, item) in enumerate(iter_objects(path)):
         qid = _check(item, index)
         if qid in seen:
             raise DatasetError(f"LongMemEval question {qid}: duplicate question_id")
         seen.add(qid)
-        conversations.append(_conversation(item, qid))
+        turns, question = _turns_and_question(item, qid)
+        lazy = HaystackTurns(path, offset, index, len(turns))
+        sessions = frozenset(t["session"] for t in turns)
+        conversations.append(Conversation(qid, lazy, (question,),
+                                          session_of=HaystackSessions(sessions, lazy)))
+    if not conversations:
+        raise DatasetError(f"{path}: an empty list of LongMemEval questions")
     empty = sum(1 for c in conversations if not c.turns)
     if empty:
         raise DatasetError(f"{empty} LongMemEval question(s) have an empty haystack")

@@ -25,7 +25,7 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -90,7 +90,7 @@ def fill_budget(items: Sequence[Item], budget: int) -> list[Item]:
 
 
 def session_recall(sessions: Collection[str], items: Iterable[Item],
-                   session_of: dict[str, str]) -> float | None:
+                   session_of: Mapping[str, str]) -> float | None:
     """Share of the answer's ``sessions`` that some item comes from (an item's sessions are
     those of its refs); None when the question names no session."""
     if not sessions:

@@ -26,6 +26,7 @@ from .base import (
     ContextLengthExceeded,
     Defaults,
     ModelNotFound,
+    ReplyCutOff,
 )
 from .http import HTTPBackend
 from .ollama import OLLAMA_ENV, OllamaBackend
@@ -33,11 +34,12 @@ from .openai import OPENAI_URL_ENV, OpenAIBackend
 from .scripted import ScriptedBackend
 
 BACKENDS = ("ollama", "openai", "scripted")
+DEFAULT_TIMEOUT_S = 120.0  # seconds a server may stay silent (before the first token, too)
 
 
 def make_backend(name: str | None = None, *, model: str | None = None,
                  base_url: str | None = None, api_key: str | None = None,
-                 script: Path | None = None, timeout: float = 120.0,
+                 script: Path | None = None, timeout: float | None = None,
                  max_tokens: int | None = None, temperature: float | None = None,
                  llm: LLMConfig | None = None) -> Backend:
     """A backend. Each setting comes from the argument, else (server URL and API key) the
@@ -45,6 +47,7 @@ def make_backend(name: str | None = None, *, model: str | None = None,
     ``temperature`` become its :class:`Defaults` for chat replies."""
     llm = llm or LLMConfig()
     name = setting(name, None, llm.backend, "ollama")
+    timeout = setting(timeout, None, llm.timeout, DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
     model = setting(model, None, llm.model)
     backend: OllamaBackend | OpenAIBackend | ScriptedBackend
     if name == "ollama":
@@ -63,5 +66,5 @@ def make_backend(name: str | None = None, *, model: str | None = None,
 
 
 __all__ = ["BACKENDS", "Backend", "BackendError", "BackendUnavailable", "ChatReply",
-           "ChatStats", "ContextLengthExceeded", "HTTPBackend", "ModelNotFound",
+           "ChatStats", "ContextLengthExceeded", "HTTPBackend", "ModelNotFound", "ReplyCutOff",
            "OllamaBackend", "OpenAIBackend", "ScriptedBackend", "make_backend"]

@@ -37,6 +37,19 @@ class ContextLengthExceeded(BackendError):
             "memory budget.")
 
 
+class ReplyCutOff(BackendError):
+    """The reply stopped before its end: the connection broke, the server sent an error or
+    a malformed chunk mid-stream, or closed the stream early. ``partial`` is what arrived
+    before (``interrupted=True``), so a caller can keep it."""
+
+    hint = ("What arrived before it stopped was kept, marked interrupted; check the LLM "
+            "server's log and send the message again.")
+
+    def __init__(self, message: str, hint: str = "", partial: ChatReply | None = None) -> None:
+        super().__init__(message, hint)
+        self.partial = partial or ChatReply("", ChatStats(None, None, 0, None), True)
+
+
 # --- what a call returns --------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -12,11 +12,13 @@ import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from events.errors import DiaristError
+from events.problems import clip
 
 from .base import (
     OPENAI_KEY_ENV,
@@ -26,22 +28,46 @@ from .base import (
     ContextLengthExceeded,
     Defaults,
     ModelNotFound,
+    ReplyCutOff,
 )
 from .stream import Delta, consume
 
 Parser = Callable[[Iterable[bytes]], Iterator[Delta]]
 
 
+PROBE_TIMEOUT_S = 10.0  # at most, for the small metadata requests (models, context window)
+ERROR_BODY_BYTES = 1 << 16  # of an HTTP error's body: enough for any server's message
+
+
+def usable_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host and (if any) a numeric port, else a
+    clear error (urllib would fail later, and less clearly)."""
+    problem = None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = "it needs http:// or https:// and a host"
+    if problem:
+        raise BackendError(f"{url} is not a usable URL ({problem})",
+                           hint="Fix --base-url (or llm.base_url): http://HOST:PORT.")
+    return url
+
+
 def server_message(body: str) -> str:
-    """The error message inside a server's (JSON or text) error body, at most 500 chars."""
+    """The error message inside a server's (JSON or text) error body, clipped to a few
+    hundred characters (a server may send a whole HTML page or a stack trace)."""
     try:
         data = json.loads(body)
-    except ValueError:
-        return body.strip()[:500]
+    except (ValueError, RecursionError):
+        return clip(body)
     err = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(err, dict):
         err = err.get("message") or json.dumps(err)
-    return str(err).strip()[:500]
+    return clip(str(err))
 
 
 def classify(status: int, body: str, url: str, model: str) -> BackendError:
@@ -63,6 +89,15 @@ def classify(status: int, body: str, url: str, model: str) -> BackendError:
         return BackendError(f"HTTP {status} from {url}: {msg}",
                             hint=f"Check the API key (${OPENAI_KEY_ENV}).")
     return BackendError(f"HTTP {status} from {url}: {msg}")
+
+
+def malformed(what: str, raw: object) -> BackendError:
+    """A reply that is not in the wire format: ``what`` it was, and (clipped) what came."""
+    shown = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else (
+        raw if isinstance(raw, str) else json.dumps(raw))
+    return BackendError(f"the server sent {what}: {clip(shown, 120)}",
+                        hint="Is the base URL a model server of this kind (ollama or an "
+                             "OpenAI-compatible one)? Check --backend and --base-url.")
 
 
 def stream_error(chunk: dict) -> BackendError:
@@ -124,10 +159,14 @@ class HTTPBackend:
         if self.__key:
             text = str(err).replace(self.__key, "***")
             hint = err.hint.replace(self.__key, "***")
-            err = type(err)(text, hint)
+            masked = type(err)(text, hint)
+            if isinstance(err, ReplyCutOff) and isinstance(masked, ReplyCutOff):
+                masked.partial = err.partial
+            err = masked
         return err
 
-    def open(self, method: str, url: str, body: dict | None = None) -> Any:
+    def open(self, method: str, url: str, body: dict | None = None,
+             timeout: float | None = None) -> Any:
         """Open a request; HTTP and connection errors become DiaristErrors (key masked)."""
         headers = {"Accept": "application/json, text/event-stream, application/x-ndjson"}
         data = None
@@ -137,30 +176,51 @@ class HTTPBackend:
         if self.__key:
             headers["Authorization"] = f"Bearer {self.__key}"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        wait = timeout or self.timeout
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout)
+            return urllib.request.urlopen(req, timeout=wait)
         except urllib.error.HTTPError as e:
             try:
-                text = e.read().decode("utf-8", "replace")
+                text = e.read(ERROR_BODY_BYTES).decode("utf-8", "replace")
+            except (OSError, http.client.HTTPException):
+                text = ""  # the status says enough
             finally:
                 e.close()
             raise self.mask(classify(e.code, text, url, (body or {}).get("model", ""))) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            reason = getattr(e, "reason", e)
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                what = f"no answer from {self.base_url} within {self.timeout:g} s"
-            else:
-                what = f"cannot reach the {self.name} server at {self.base_url} ({reason})"
-            raise self.mask(BackendUnavailable(what, hint=self.unavailable_hint)) from None
+            raise self.mask(self.unreachable(e, url, wait)) from None
+
+    def unreachable(self, exc: BaseException, url: str, wait: float) -> BackendError:
+        """The error for a request that failed below HTTP: refused, unresolvable, timed out."""
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (TimeoutError, socket.timeout)):
+            return BackendUnavailable(
+                f"no answer from {url} within {wait:g} s",
+                hint="The server is busy, hung or still loading; wait, restart it, or give "
+                     "it longer with llm.timeout in var/diarist.yaml.")
+        return BackendUnavailable(f"cannot reach the {self.name} server at {self.base_url} "
+                                  f"({reason})", hint=self.unavailable_hint)
 
     def get_json(self, method: str, url: str, body: dict | None = None) -> Any:
-        resp = self.open(method, url, body)
+        """A small metadata request (models, context window): at most ``PROBE_TIMEOUT_S``."""
+        wait = min(self.timeout, PROBE_TIMEOUT_S)
+        resp = self.open(method, url, body, timeout=wait)
         try:
             return json.loads(resp.read())
-        except ValueError:
-            raise BackendError(f"{url} did not answer with JSON") from None
+        except (ValueError, RecursionError):
+            raise BackendError(f"{url} did not answer with JSON",
+                               hint="Check that --base-url points at the model server.") from None
+        except (OSError, http.client.HTTPException) as e:
+            raise self.mask(self.unreachable(e, url, wait)) from None
         finally:
             resp.close()
+
+    def get_object(self, method: str, url: str, body: dict | None = None) -> dict[str, Any]:
+        """:meth:`get_json` whose answer must be a JSON object."""
+        data = self.get_json(method, url, body)
+        if not isinstance(data, dict):
+            raise malformed(f"an answer to {url} that is not a JSON object", data) from None
+        return data
 
     def stream(self, url: str, body: dict, parse: Parser,
                on_token: Callable[[str], None] | None) -> ChatReply:
@@ -172,14 +232,31 @@ class HTTPBackend:
             return consume([], None, started, interrupted=True)
         try:
             if body.get("stream"):
-                deltas: Iterable[Delta] = parse(resp)
+                deltas: Iterable[Delta] = self._reading(parse(resp))
             else:
-                deltas = [self.whole(json.loads(resp.read()))]
+                deltas = self._reading(self._whole(resp))
             return consume(deltas, on_token, started, resp.close)
         except DiaristError as e:
             raise self.mask(e) from None
-        except (OSError, http.client.HTTPException, ValueError) as e:
-            raise self.mask(BackendError(
-                f"the connection to {self.base_url} broke mid-reply ({e})")) from None
         finally:
             resp.close()
+
+    def _whole(self, resp: Any) -> Iterator[Delta]:
+        raw = resp.read()
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise malformed("a reply that is not JSON", raw) from None
+        yield self.whole(data)
+
+    def _reading(self, deltas: Iterable[Delta]) -> Iterator[Delta]:
+        """The deltas, with a failure to read the socket turned into a BackendError (which
+        :func:`consume` turns into a cut-off reply that keeps what arrived)."""
+        try:
+            yield from deltas
+        except (OSError, http.client.HTTPException) as e:
+            if isinstance(e, (TimeoutError, socket.timeout)):
+                raise BackendError(f"no more of the reply from {self.base_url} within "
+                                   f"{self.timeout:g} s") from None
+            raise BackendError(f"the connection to {self.base_url} broke mid-reply "
+                               f"({e or type(e).__name__})") from None

@@ -9,9 +9,9 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .base import ChatReply, ModelNotFound
-from .http import HTTPBackend, stream_error
-from .stream import Delta
+from .base import BackendError, ChatReply, ModelNotFound
+from .http import HTTPBackend, malformed, stream_error, usable_url
+from .stream import Delta, count
 
 OLLAMA_ENV = "OLLAMA_HOST"
 OLLAMA_DEFAULT = "http://127.0.0.1:11434"
@@ -19,26 +19,46 @@ KEEP_ALIVE = "30m"  # the model (and its cached context) stays loaded between tu
 
 
 def parse_ndjson(lines: Iterable[bytes]) -> Iterator[Delta]:
-    """One JSON object per line; the ``done`` one carries the counts."""
+    """One JSON object per line; the ``done`` one carries the counts. A line that is not a
+    JSON object is an error, and so is a stream that ends before ``done``."""
     for raw in lines:
         line = raw.strip()
         if not line:
             continue
-        chunk = json.loads(line)
+        try:
+            chunk = json.loads(line)
+        except (ValueError, RecursionError):
+            raise malformed("a line that is not JSON", line) from None
+        if not isinstance(chunk, dict):
+            raise malformed("a stream chunk that is not a JSON object", line)
         if chunk.get("error"):
             raise stream_error(chunk)
         yield ollama_delta(chunk)
         if chunk.get("done"):
             return
+    raise BackendError("the server closed the stream before the reply was complete")
 
 
 def ollama_delta(chunk: dict) -> Delta:
+    """One chunk (or a whole non-streamed reply) as a delta; wrong field types are an error
+    naming the chunk, never a crash."""
+    try:
+        return _ollama_delta(chunk)
+    except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+        raise malformed("a malformed chunk", chunk) from None
+
+
+def _ollama_delta(chunk: dict) -> Delta:
     msg = chunk.get("message") or {}
-    d = Delta(text=msg.get("content") or "", tool_calls=list(msg.get("tool_calls") or []))
+    content = msg.get("content") or ""
+    calls = list(msg.get("tool_calls") or [])
+    if not isinstance(content, str) or not all(isinstance(c, dict) for c in calls):
+        raise TypeError("message")
+    d = Delta(text=content, tool_calls=calls, finished=bool(chunk.get("done")))
     if chunk.get("done"):
-        d.prompt_tokens = chunk.get("prompt_eval_count")
-        d.reply_tokens = chunk.get("eval_count")
-        ns = chunk.get("eval_duration")
+        d.prompt_tokens = count(chunk.get("prompt_eval_count"))
+        d.reply_tokens = count(chunk.get("eval_count"))
+        ns = count(chunk.get("eval_duration"))
         if d.reply_tokens is not None and ns:
             d.tokens_per_sec = d.reply_tokens / (ns / 1e9)
     return d
@@ -46,10 +66,11 @@ def ollama_delta(chunk: dict) -> Delta:
 
 def ollama_url(value: str | None) -> str:
     """A normalised base URL: ``host[:port]`` accepted, ``0.0.0.0`` means localhost."""
-    url = (value or OLLAMA_DEFAULT).strip().rstrip("/")
+    url = (value or OLLAMA_DEFAULT).strip()
     if "://" not in url:
         url = "http://" + url
-    parts = urllib.parse.urlsplit(url)
+    url = url.rstrip("/")
+    parts = urllib.parse.urlsplit(usable_url(url))
     host = parts.hostname or "127.0.0.1"
     if host in ("0.0.0.0", "::"):
         host = "127.0.0.1"
@@ -66,9 +87,10 @@ class OllamaBackend(HTTPBackend):
         self.unavailable_hint = (f"Is `ollama serve` running? (looked at {self.base_url}; "
                                  f"set ${OLLAMA_ENV} for another host)")
 
-    def open(self, method: str, url: str, body: dict | None = None) -> Any:
+    def open(self, method: str, url: str, body: dict | None = None,
+             timeout: float | None = None) -> Any:
         try:
-            return super().open(method, url, body)
+            return super().open(method, url, body, timeout)
         except ModelNotFound as e:
             model = (body or {}).get("model", "MODEL")
             raise ModelNotFound(str(e), hint=f"Run `ollama pull {model}`.") from None
@@ -105,18 +127,24 @@ class OllamaBackend(HTTPBackend):
         return ollama_delta(data)
 
     def models(self) -> list[str]:
-        data = self.get_json("GET", f"{self.base_url}/api/tags")
-        return [m.get("name") or m.get("model") for m in data.get("models") or []]
+        listed = self.get_object("GET", f"{self.base_url}/api/tags").get("models") or []
+        if not isinstance(listed, list):
+            raise malformed("a model list that is not a list", listed)
+        return [str(m.get("name") or m.get("model")) for m in listed
+                if isinstance(m, dict) and (m.get("name") or m.get("model"))]
 
     def context_window(self, model: str | None = None) -> int | None:
         name = model or self.model
         if name not in self._ctx:
-            info = self.get_json("POST", f"{self.base_url}/api/show", {"model": name})
+            info = self.get_object("POST", f"{self.base_url}/api/show", {"model": name})
             ctx = None
-            for key, value in (info.get("model_info") or {}).items():
+            model_info = info.get("model_info")
+            for key, value in (model_info if isinstance(model_info, dict) else {}).items():
                 if key.endswith(".context_length") and isinstance(value, int):
                     ctx = value
-            m = re.search(r"^\s*num_ctx\s+(\d+)", info.get("parameters") or "", re.M)
+            parameters = info.get("parameters")
+            m = re.search(r"^\s*num_ctx\s+(\d+)",
+                          parameters if isinstance(parameters, str) else "", re.M)
             if m:
                 ctx = int(m.group(1))
             self._ctx[name] = ctx

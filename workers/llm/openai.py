@@ -9,17 +9,24 @@ from typing import Any
 
 from events.errors import DiaristError
 
-from .base import BackendUnavailable, ChatReply
-from .http import HTTPBackend, stream_error
-from .stream import Delta
+from .base import BackendError, BackendUnavailable, ChatReply
+from .http import HTTPBackend, malformed, stream_error, usable_url
+from .stream import Delta, count
 
 OPENAI_URL_ENV = "DIARIST_OPENAI_BASE_URL"
 OPENAI_DEFAULT = "http://127.0.0.1:8080/v1"
 
 
 def parse_sse(lines: Iterable[bytes]) -> Iterator[Delta]:
-    """``data: {...}`` lines until ``data: [DONE]``."""
+    """``data: {...}`` lines until ``data: [DONE]``. A line that is not JSON is skipped (a
+    keep-alive); a chunk that is JSON but not a chunk (a list, a string, wrong field types)
+    is an error, and so is a stream that ends before ``[DONE]`` or a ``finish_reason``
+    (the server stopped mid-reply), or has no chunk at all (not an OpenAI stream)."""
+    finished = False
+    seen = 0
+    first = b""
     for raw in lines:
+        first = first or raw.strip()
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue  # blank separators, ": keep-alive" comments, "event:" lines
@@ -28,26 +35,52 @@ def parse_sse(lines: Iterable[bytes]) -> Iterator[Delta]:
             return
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
+        if not isinstance(chunk, dict):
+            raise malformed("a stream chunk that is not a JSON object", data)
         if chunk.get("error"):
             raise stream_error(chunk)
-        yield openai_delta(chunk)
+        seen += 1
+        delta = openai_delta(chunk)
+        finished = finished or delta.finished
+        yield delta
+    if not seen:
+        raise malformed("no OpenAI stream chunk (is this an OpenAI-compatible server?); it "
+                        "began with", first or b"nothing")
+    if not finished:
+        raise BackendError("the server closed the stream before the reply was complete")
 
 
 def openai_delta(chunk: dict) -> Delta:
+    """One chunk (or a whole non-streamed completion) as a delta; a chunk whose fields have
+    the wrong types is an error naming it, never a crash."""
+    try:
+        return _openai_delta(chunk)
+    except (AttributeError, TypeError, ValueError):
+        raise malformed("a malformed chunk", chunk) from None
+
+
+def _openai_delta(chunk: dict) -> Delta:
     d = Delta()
     for choice in chunk.get("choices") or []:
         piece = choice.get("delta") or choice.get("message") or {}
-        d.text += piece.get("content") or ""
-        tcs = piece.get("tool_calls") or []
+        content = piece.get("content") or ""
+        if not isinstance(content, str):
+            raise TypeError("content")
+        d.text += content
+        tcs = list(piece.get("tool_calls") or [])
+        if not all(isinstance(tc, dict) and isinstance(tc.get("function") or {}, dict)
+                   for tc in tcs):
+            raise TypeError("tool_calls")
         if "message" in choice:  # non-streamed: complete calls
             d.tool_calls.extend(tcs)
         else:
             d.tool_deltas.extend(tcs)
+        d.finished = d.finished or bool(choice.get("finish_reason")) or "message" in choice
     usage = chunk.get("usage") or {}
-    d.prompt_tokens = usage.get("prompt_tokens")
-    d.reply_tokens = usage.get("completion_tokens")
+    d.prompt_tokens = count(usage.get("prompt_tokens"))
+    d.reply_tokens = count(usage.get("completion_tokens"))
     timings = chunk.get("timings") or {}  # llama.cpp server extension
     if timings.get("predicted_per_second"):
         d.tokens_per_sec = float(timings["predicted_per_second"])
@@ -56,10 +89,11 @@ def openai_delta(chunk: dict) -> Delta:
 
 def openai_url(value: str | None) -> str:
     """A normalised base URL ending in ``/v1``."""
-    url = (value or OPENAI_DEFAULT).strip().rstrip("/")
+    url = (value or OPENAI_DEFAULT).strip()
     if "://" not in url:
         url = "http://" + url
-    return url if url.endswith("/v1") else url + "/v1"
+    url = url.rstrip("/")
+    return usable_url(url if url.endswith("/v1") else url + "/v1")
 
 
 class OpenAIBackend(HTTPBackend):
@@ -109,10 +143,13 @@ class OpenAIBackend(HTTPBackend):
         return openai_delta(data)
 
     def _list(self) -> list[dict]:
-        return list(self.get_json("GET", f"{self.base_url}/models").get("data") or [])
+        listed = self.get_object("GET", f"{self.base_url}/models").get("data") or []
+        if not isinstance(listed, list):
+            raise malformed("a model list that is not a list", listed)
+        return [m for m in listed if isinstance(m, dict)]
 
     def models(self) -> list[str]:
-        return [m["id"] for m in self._list() if m.get("id")]
+        return [str(m["id"]) for m in self._list() if m.get("id")]
 
     def context_window(self, model: str | None = None) -> int | None:
         name = model or self._model
@@ -132,8 +169,9 @@ class OpenAIBackend(HTTPBackend):
         if not isinstance(props, dict):
             return None
         self._llama_cpp = "default_generation_settings" in props
-        n = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
-        return int(n) if n else None
+        settings = props.get("default_generation_settings")
+        n = (settings.get("n_ctx") if isinstance(settings, dict) else None) or props.get("n_ctx")
+        return count(n)
 
     def _listed_window(self, name: str) -> int | None:
         """``/v1/models``: llama.cpp's ``meta``, vLLM's ``max_model_len`` and the like."""
@@ -145,8 +183,9 @@ class OpenAIBackend(HTTPBackend):
             return None
         for m in listed:
             if not name or m.get("id") == name:
-                meta = m.get("meta") or {}
+                found = m.get("meta")
+                meta: dict = found if isinstance(found, dict) else {}
                 n = (meta.get("n_ctx") or meta.get("n_ctx_train")
                      or m.get("max_model_len") or m.get("context_length"))
-                return int(n) if n else None
+                return count(n)
         return None

@@ -94,3 +94,33 @@ def prune_queue(huey: Any, *, worker_running: bool, mining_running: bool) -> Pru
             report.keys += bool(huey.storage.delete_data(key))
     report.pending = huey.pending_count()
     return report
+
+
+def drop_containing(huey: Any, needles: list[bytes]) -> int:
+    """Remove every queued or scheduled task and every key-value entry whose stored bytes hold
+    one of ``needles`` (``diarist redact``: a queued ``mine.extract`` carries turn text);
+    returns how many. Tasks and entries on either queue; scheduled tasks on SQLite only
+    (Redis offers no way to remove one — they carry ids, not text)."""
+    if not needles:
+        return 0
+
+    def holds(raw: bytes | memoryview) -> bool:
+        data = bytes(raw)
+        return any(needle in data for needle in needles)
+
+    removed = 0
+    for raw in list(huey.storage.enqueued_items()):
+        if holds(raw):
+            _remove(huey, raw)
+            removed += 1
+    for key, value in list(huey.storage.result_items().items()):
+        if holds(value) or holds(str(key).encode()):
+            removed += bool(huey.storage.delete_data(key))
+    if not isinstance(huey.storage, RedisStorage):
+        for raw in huey.storage.scheduled_items():
+            if holds(raw):
+                huey.storage.sql("delete from schedule where queue = ? and data = ?",
+                                 (huey.storage.name, huey.storage.to_blob(bytes(raw))),
+                                 commit=True)
+                removed += 1
+    return removed

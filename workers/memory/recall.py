@@ -6,29 +6,43 @@ from pathlib import Path
 
 from events import DiaristError, Home
 from events.jsonl import jsonl_lines
+from events.problems import Problems
 from projections import ProjectionStore
 from projections.recall import RecallResult, recall
 from projections.semantic import semantic_searcher
 
-MAX_REPORTED = 10
+EMPTY_QUERY = "the query is empty: there is nothing to search for"
+LINE = '{"id": ..., "query": "text"}'
+
+
+class QueriesError(DiaristError):
+    hint = f"--queries takes a JSON-lines file, one {LINE} a line."
+
+
+def check_query(query: str) -> None:
+    """Refuse a blank query (the command line's; a file's lines say which line)."""
+    if not query.strip():
+        raise DiaristError(EMPTY_QUERY, hint='Give the words to look for: diarist recall '
+                                              '"where does Maya live?"')
 
 
 def read_queries(path: Path) -> list[tuple[object, str]]:
     """Every ``{"id", "query"}`` line of ``path``, all validated before any is answered; bad
-    lines are reported as ``file:line: what is wrong``."""
+    lines are reported as ``file:line: what is wrong`` (the first few, and how many more)."""
     out: list[tuple[object, str]] = []
-    errors: list[str] = []
-    for line in jsonl_lines(path):
+    problems = Problems()
+    for line in jsonl_lines(path, error=QueriesError):
         obj = line.value
         if line.error:
-            errors.append(f"{path}:{line.number}: {line.error}")
+            problems.add(f"{path}:{line.number}: {line.error}")
         elif not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("query"), str):
-            errors.append(f"{path}:{line.number}: expected {{\"id\": ..., \"query\": \"text\"}}")
+            problems.add(f"{path}:{line.number}: expected {LINE}")
+        elif not obj["query"].strip():
+            problems.add(f"{path}:{line.number}: {EMPTY_QUERY}")
         else:
             out.append((obj["id"], obj["query"]))
-    if errors:
-        raise DiaristError("\n".join(errors[:MAX_REPORTED]),
-                           hint="Fix those lines; nothing was recalled.")
+    if problems:
+        raise DiaristError(problems.render(), hint="Fix those lines; nothing was recalled.")
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import DiaristError, EventLog, Home, RecordedEvent, streams
+from events.text import text_problem
 from events.types import Remembered
 from projections import open_store
 
@@ -35,6 +36,11 @@ def remember(home: Home, text: str, type_: str = "user_preference") -> Rememberi
     if not text.strip():
         raise DiaristError("nothing to remember: TEXT is empty",
                            hint='Give the note in quotes: diarist remember "I prefer tabs"')
+    problem = text_problem(text)
+    if problem:
+        raise DiaristError(f"TEXT {problem}",
+                           hint="Type the note again without the broken character; "
+                                "nothing was remembered.")
     with EventLog(home.events_db) as log:
         event = log.append(Remembered(text=text.strip(), type=type_, source="user"),
                            stream=streams.MEMORY)

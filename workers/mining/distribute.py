@@ -21,10 +21,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-import structlog
-
 from events.config import LLMConfig
 from events.ids import new_ulid
+from events.logger import get_logger
 
 from .candidates import Extraction
 from .chunks import Chunk
@@ -34,7 +33,7 @@ POLL_S = 0.05
 TIMEOUT_S = 900.0          # a claimed chunk whose result has not come within this is redone
 TASK_NAME = "mine.extract"
 Enqueue = Callable[[str, dict[str, Any], dict[str, Any]], object]
-logger = structlog.get_logger("diarist.mining")
+logger = get_logger("diarist.mining")
 
 
 class Extractor(Protocol):

@@ -47,7 +47,7 @@ from projections.embedding import (
     model_files,
     model_id,
 )
-from projections.engine import fsync_file
+from projections.files import fsync_file
 
 # fp32: the best semantic evidence recall on LoCoMo (0.512 vs 0.495 for int8), vectors equal to
 # sentence-transformers' own and independent of how texts are batched; int8 embeds 2.2x faster

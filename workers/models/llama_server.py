@@ -102,6 +102,7 @@ class ServerSpec:
     n_ctx: int = DEFAULT_CTX
     threads: int = 0  # 0: all cores
     alias: str = CHAT_MODEL.alias
+    parallel: int = 1  # request slots, each with n_ctx tokens of its own
 
     @property
     def base_url(self) -> str:
@@ -187,8 +188,11 @@ def _params(spec: ServerSpec) -> tuple[Any, Any]:
     params.model.path = str(spec.model_path)
     params.hostnames = [spec.host]
     params.port = spec.port
-    params.n_ctx = spec.n_ctx
-    params.n_parallel = 1  # one slot: a Pi runs one request at a time
+    # One slot by default: a Pi runs one request at a time. More slots do not answer faster
+    # on a CPU, but each keeps its own prompt cached: a client alternating between a few long
+    # prompts (``diarist eval --answer``: memory, none, recent history) re-reads none of them.
+    params.n_parallel = spec.parallel
+    params.n_ctx = spec.n_ctx * spec.parallel
     params.cpuparams.n_threads = spec.threads or (os.cpu_count() or 1)
     params.use_jinja = True  # the model's own chat template (with tool calls)
     params.offline = True

@@ -11,14 +11,25 @@ A damaged ``projections.db`` (or none) is not copied: the build starts empty (th
 cache is salvaged when its rows can still be read), the broken file is moved aside as
 ``projections.db.broken-<time>``, and the new one renamed into its place. The memory folder's
 files are rewritten from the installed rows afterwards (their dirty marks travel with the
-database, so a crash in between is finished by the next catch-up).
+database, so a crash in between is finished by the next catch-up). A killed replay's folder
+is removed by the next replay.
+
+Verify's scratch copy lives in the home (``var/scratch/verify-*``), on the same disk and as
+private as the data it copies, and is removed when verify ends (a read-only home's verify
+uses a temporary folder outside it instead). A verify that was killed
+(``kill -9``, power loss) cannot remove its copy; the next verify does: each copy holds an
+``flock`` on its own lock file while it is in use, so a copy whose lock is free is stale.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +60,7 @@ def replay(home: Home, *, batch_size: int = DEFAULT_BATCH,
     """Rebuild every projection into a fresh database, then put it in place (see the module
     doc); returns where each projection is now, and what happened to a damaged file."""
     with EventLog(home.events_db) as log:
-        remove_stale_scratch(home)
+        remove_stale_replays(home)
         scratch = home.root / f"{SCRATCH_PREFIX}{os.getpid()}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
@@ -125,7 +136,7 @@ def _install(home: Home, fresh_path: Path) -> Path | None:
     return broken
 
 
-def remove_stale_scratch(home: Home) -> None:
+def remove_stale_replays(home: Home) -> None:
     """Remove what a killed replay left behind (its process is gone)."""
     for path in home.root.glob(f"{SCRATCH_PREFIX}*"):
         pid = path.name[len(SCRATCH_PREFIX):]
@@ -164,11 +175,73 @@ def verify(home: Home, *, batch_size: int = DEFAULT_BATCH) -> list[Verdict]:
         return _verify(live, batch_size)
 
 
+SCRATCH = "scratch"
+LOCK = "in-use.lock"
+
+
+def _held(lock: Path) -> bool:
+    """Whether some process holds the flock on ``lock``."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    finally:
+        os.close(fd)  # releases the probe's lock, if it got one
+    return False
+
+
+def remove_stale_scratch(home: Home) -> list[Path]:
+    """Remove the scratch copies that no running verify holds; returns them."""
+    removed = []
+    for folder in sorted((home.root / SCRATCH).glob("verify-*")):
+        if folder.is_dir() and not _held(folder / LOCK):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+@contextlib.contextmanager
+def scratch_home(home: Home) -> Iterator[Home]:
+    """A fresh scratch home inside ``home`` for the block, held by this process, removed
+    at the end (or by the next verify, when this process is killed)."""
+    remove_stale_scratch(home)
+    root = home.root / SCRATCH
+    root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="verify-", dir=root))
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield Home(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            root.rmdir()  # only when no other verify uses it
+
+
+@contextlib.contextmanager
+def _verify_scratch(live: ProjectionStore) -> Iterator[Home]:
+    """Where verify rebuilds: in the home (:func:`scratch_home`), or, when the home is
+    read-only, in a temporary folder outside it (verify writes nothing in such a home)."""
+    if live.log.readonly:
+        with tempfile.TemporaryDirectory(prefix="diarist-verify-") as folder:
+            yield Home(Path(folder))
+    else:
+        with scratch_home(live.home) as home:
+            yield home
+
+
 def _verify(live: ProjectionStore, batch_size: int) -> list[Verdict]:
     verdicts = []
-    with tempfile.TemporaryDirectory(prefix="diarist-verify-") as scratch_dir:
-        scratch = open_store(Home(Path(scratch_dir)), live.log)
-        copy = _copy_for_checks(live, Path(scratch_dir) / "live-copy.db")
+    with _verify_scratch(live) as scratch_dir:
+        scratch = open_store(scratch_dir, live.log)
+        copy = _copy_for_checks(live, scratch_dir.root / "live-copy.db")
         try:
             for status in live.status():
                 problem = _check(live, status.name, copy)
