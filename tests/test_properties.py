@@ -72,7 +72,7 @@ def test_any_string_is_remembered_or_refused_clearly(
     home, log, store = week
     before = log.head()
     try:
-        event = remember(home, text)
+        event = remember(home, text).event
     except DiaristError as refused:  # blank, or not valid Unicode: a clear refusal
         assert refused.hint
         assert log.head() == before
