@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from events import DiaristError
+from events.db import fsync_dir
 
 TEMP_SUFFIX = ".tmp"
 
@@ -31,15 +32,6 @@ def fsync_file(path: Path) -> None:
     """Flush a file's data to disk."""
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a folder's entries (a rename in it) to disk."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_file(path: Path, content: str | None) -> None:

@@ -19,6 +19,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from events import DiaristError, Home
 
@@ -29,10 +30,16 @@ ACQUIRE_TIMEOUT_S = 5.0
 
 def worker_present(home: Home) -> bool:
     """True while at least one ``diarist worker`` holds its lock on ``home``."""
+    return lock_held(home.worker_lock)
+
+
+def lock_held(path: Path) -> bool:
+    """Whether some process holds an ``flock`` on ``path`` (False when there is no such
+    file): a non-blocking probe, released at once."""
     try:
-        fd = os.open(home.worker_lock, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return False  # no worker ever ran here
+        return False
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from events import EventLog, Home, RecordedEvent, streams
+from events.db import fsync_dir
 from events.types import EmbeddingModelChosen
 from projections.embedding import (
     BASE_MODEL,
@@ -131,7 +132,7 @@ def export_model(target: Path) -> dict[str, Path]:
             final = target / path.name
             os.replace(path, final)
             out[name] = final
-        _fsync_dir(target)
+        fsync_dir(target)
     return out
 
 
@@ -196,12 +197,6 @@ def _quiet() -> Iterator[None]:
         logging.disable(previous)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["DEFAULT_VARIANT", "ensure_model", "export_model", "latest_choice"]

@@ -23,7 +23,6 @@ uses a temporary folder outside it instead). A verify that was killed
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import shutil
@@ -42,6 +41,7 @@ from projections.engine import DEFAULT_BATCH
 from projections.vector_cache import salvage_cache
 from projections.vector_matrix import refresh_vectors
 
+from ..presence import lock_held
 from .progress import ProgressFactory, no_progress
 
 SCRATCH_PREFIX = ".replay-"
@@ -179,28 +179,11 @@ SCRATCH = "scratch"
 LOCK = "in-use.lock"
 
 
-def _held(lock: Path) -> bool:
-    """Whether some process holds the flock on ``lock``."""
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return True
-        raise
-    finally:
-        os.close(fd)  # releases the probe's lock, if it got one
-    return False
-
-
 def remove_stale_scratch(home: Home) -> list[Path]:
     """Remove the scratch copies that no running verify holds; returns them."""
     removed = []
     for folder in sorted((home.root / SCRATCH).glob("verify-*")):
-        if folder.is_dir() and not _held(folder / LOCK):
+        if folder.is_dir() and not lock_held(folder / LOCK):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
