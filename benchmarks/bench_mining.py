@@ -1,12 +1,13 @@
 """Mining the LoCoMo dev conversations with a real model, and what it does for recall.
 
     python benchmarks/bench_mining.py --model 0.5b [--convs conv-26,conv-30]
-        [--sessions N] [--ctx-size 4096] [--json]
+        [--sessions N] [--ctx-size 4096] [--parallel 1] [--schema] [--json]
     python benchmarks/bench_mining.py --heuristic        # no model: the heuristic extractor
 
 Run it alone (``flock /tmp/diarist-bench.lock …``): it measures time on a shared CPU.
 
-1. Starts ``diarist serve-model --model M`` (llama.cpp, all cores) on a free port; the joined
+1. Starts ``diarist serve-model --model M [--parallel N]`` (llama.cpp, all cores; N slots of
+   ``--ctx-size`` tokens each, and ``mining.parallel: N``) on a free port; the joined
    weights are kept under ``--models`` (default ``/tmp/diarist-bench-models``) between runs.
 2. A fresh home: ``import`` of the chosen conversations (the first ``--sessions`` sessions of
    each, when given), ``sync`` (embeddings), then evidence recall within 512 tokens for the
@@ -55,11 +56,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(models: Path, model: str, port: int, ctx: int) -> subprocess.Popen:
+def start_server(models: Path, model: str, port: int, ctx: int,
+                 parallel: int = 1) -> subprocess.Popen:
     env = dict(os.environ, DIARIST_HOME=str(models), PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-c", "from cli.main import main; main()",
                              "serve-model", "--model", model, "--port", str(port),
-                             "--ctx-size", str(ctx)], env=env,
+                             "--ctx-size", str(ctx), "--parallel", str(parallel)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -117,14 +119,17 @@ def main() -> None:  # noqa: C901 - a linear script
                         help="the first N sessions of each conversation (a documented subset)")
     parser.add_argument("--ctx-size", type=int, default=4096)
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-models"))
-    parser.add_argument("--no-schema", action="store_true",
-                        help="do not send the JSON schema (to measure what the grammar costs)")
+    parser.add_argument("--schema", action="store_true",
+                        help="send the JSON schema (mining.json_schema: true; default off)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="server slots and chunks extracted at once (mining.parallel)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="diarist-bench-mining-"))
     server = None
     try:
         home = Home(work / "home").ensure()
+        home.config_file.write_text(f"mining:\n  parallel: {args.parallel}\n", encoding="utf-8")
         path, questions = load(args.convs.split(","), args.sessions, work)
         with EventLog(home.events_db) as log:
             imported = import_file(log, path)
@@ -134,9 +139,9 @@ def main() -> None:  # noqa: C901 - a linear script
             spec, name = MinerSpec(), "heuristic"
         else:
             port = free_port()
-            server = start_server(args.models, args.model, port, args.ctx_size)
+            server = start_server(args.models, args.model, port, args.ctx_size, args.parallel)
             spec = MinerSpec("openai", base_url=f"http://127.0.0.1:{port}/v1",
-                             constrained=not args.no_schema)
+                             constrained=args.schema)
             name = f"qwen2.5-coder-{args.model}"
         chunk_times: list[float] = []
         write_s: list[float] = []
@@ -158,9 +163,10 @@ def main() -> None:  # noqa: C901 - a linear script
         with_mined = evidence_recall(home, questions)
         sessions = report.sessions or 1
         out = {
-            "extractor": name, "schema": not args.no_schema, "conversations": args.convs,
+            "extractor": name, "schema": args.schema, "conversations": args.convs,
             "sessions_per_conv": args.sessions,
-            "ctx_size": args.ctx_size, "turns": imported.turns, "sessions": report.sessions,
+            "ctx_size": args.ctx_size, "parallel": args.parallel, "turns": imported.turns,
+            "sessions": report.sessions,
             "chunks": report.chunks, "calls": report.calls, "seconds": round(seconds, 1),
             "minutes_per_1000_turns": round(seconds / 60 / max(report.turns, 1) * 1000, 2),
             "turns_per_hour": round(report.turns / seconds * 3600) if seconds else None,

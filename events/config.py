@@ -39,6 +39,8 @@ mining:
   min_turns: 10             # ... if it had at least this many turns
   chunk_tokens: null        # turns per model call, in estimated tokens (null: from its window)
   idle_hours: 6             # a session that never ended counts as ended after this long
+  parallel: 1               # chunks extracted at once: match `serve-model --parallel N`
+  json_schema: false        # send the answer's JSON schema (a grammar); false: parse leniently
 dreaming:
   half_life_days: 90        # relevancy of a mined memory halves when unsaid this long
   floor: 0.1                # below this relevancy a mined memory is archived
@@ -117,6 +119,8 @@ class MiningConfig:
     min_turns: int = 10
     chunk_tokens: int | None = None
     idle_hours: float = 6
+    parallel: int = 1
+    json_schema: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,8 @@ _CHECKS: dict[str, Any] = {
     "mining.min_turns": _int_range(1, 100_000),
     "mining.chunk_tokens": _or_null(_int_range(128, 100_000)),
     "mining.idle_hours": _number_range(0.0, 10_000.0),
+    "mining.parallel": _int_range(1, 16),
+    "mining.json_schema": _boolean,
     "dreaming.half_life_days": _number_range(1.0, 100_000.0),
     "dreaming.floor": _number_range(0.0, 1.0),
     "maintenance.enabled": _boolean,

@@ -1,6 +1,7 @@
 """An OpenAI-compatible server in a thread that mines like a (very literal) model: for every
 numbered line "[n] Speaker: … I like X …" of the last user message it answers one memory
-"Speaker likes X" citing line n. Optional delay per request; every request body is kept.
+"Speaker likes X" citing line n. Optional delay per request; every request body is kept, and
+the most requests it was answering at once.
 For the tests that need real HTTP and real processes (kill -9, Redis workers)."""
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class FakeLLM:
         self.delay = delay
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.in_flight = self.most_at_once = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,7 +67,11 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake.lock:
                     fake.bodies.append(body)
+                    fake.in_flight += 1
+                    fake.most_at_once = max(fake.most_at_once, fake.in_flight)
                 time.sleep(fake.delay)
+                with fake.lock:
+                    fake.in_flight -= 1
                 last = next(m["content"] for m in reversed(body["messages"])
                             if m["role"] == "user")
                 self._json({"choices": [{"index": 0, "message": {

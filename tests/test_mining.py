@@ -339,7 +339,7 @@ def test_the_openai_backend_sends_the_schema_and_keeps_the_prompt_prefix_cached(
         turn(f"s{i}", f"2024-01-0{i + 1}T10:00:00Z", "user", "Ann", f"I like topic {i}", f"r{i}")
         for i in range(3)])
     with fake_llm() as llm:
-        report = mine(home, MinerSpec("openai", base_url=llm.url))
+        report = mine(home, MinerSpec("openai", base_url=llm.url, constrained=True))
         bodies = llm.chat_calls()
     assert report.new == 3 and report.model == "fake-miner"
     assert {b["messages"][0]["content"] for b in bodies} == {bodies[0]["messages"][0]["content"]}
@@ -347,6 +347,45 @@ def test_the_openai_backend_sends_the_schema_and_keeps_the_prompt_prefix_cached(
                for b in bodies)
     assert bodies[0]["response_format"]["type"] == "json_schema"
     assert sorted(m.content for m in memories(home)) == [f"Ann likes topic {i}" for i in range(3)]
+
+
+def test_the_schema_is_sent_only_when_mining_json_schema_is_true(
+        home: Home, tmp_path: Path) -> None:
+    from workers.night import mine_now, spec_for
+
+    sent = {}
+    for setting in ("default", "true"):
+        if setting != "default":
+            home.config_file.write_text(f"mining:\n  json_schema: {setting}\n", encoding="utf-8")
+        import_turns(home, tmp_path, [turn(f"s-{setting}", "2024-01-01T10:00:00Z", "user",
+                                           "Ann", f"I like green tea {setting}", f"r-{setting}")],
+                     f"{setting}.jsonl")
+        with fake_llm() as llm:
+            report = mine_now(home, spec_for(home, backend="openai", base_url=llm.url))
+            sent[setting] = ["response_format" in b for b in llm.chat_calls()]
+        assert report.new == 1  # parsed leniently either way
+    assert sent == {"default": [False], "true": [True]}
+
+
+def test_parallel_extraction_asks_several_chunks_at_once_and_appends_the_same_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    talk = [turn(f"s{i}", f"2024-01-{i + 1:02d}T10:00:00Z", "user", "Ann", f"I like topic {i}",
+                 f"r{i}") for i in range(7)]
+    mined = {}
+    for parallel in (1, 3):
+        home = Home(tmp_path / f"p{parallel}").ensure()
+        monkeypatch.setenv("DIARIST_HOME", str(home.root))
+        home.config_file.write_text(f"mining:\n  parallel: {parallel}\n", encoding="utf-8")
+        import_turns(home, tmp_path, talk, f"t{parallel}.jsonl")
+        with fake_llm(delay=0.3) as llm:
+            report = mine(home, MinerSpec("openai", base_url=llm.url))
+        assert report.chunks == 7 and report.new == 7
+        assert llm.most_at_once == parallel
+        mined[parallel] = [(e.meta["idempotency_key"],
+                            [{k: v for k, v in m.items() if k != "events"}  # ids of this log
+                             for m in e.payload["memories"]])
+                           for e in events_of(home, "MemoriesMined")]
+    assert mined[3] == mined[1]  # the same events, in the chunks' order
 
 
 def test_the_mine_command_prints_a_summary(home: Home, tmp_path: Path) -> None:

@@ -51,6 +51,29 @@ def test_order_is_profile_facts_memory_md_then_scored(log: EventLog,
     assert result.items[2].content == "build: hatch"
 
 
+def test_many_mined_project_facts_leave_room_for_the_scored_part(
+        log: EventLog, store: ProjectionStore) -> None:
+    """The head (profile and project facts) takes at most a quarter of the budget; the facts
+    that do not fit compete in the scored part, where a relevant one is still found."""
+    from projections.recall import HEAD_FACTS_SHARE
+
+    seed(log)
+    facts = [{"id": f"f{i}", "type": "project_fact", "confidence": 0.8,
+              "content": f"Project Zephyr milestone {i} uses the module number {i}"}
+             for i in range(200)]
+    facts.append({"id": "late", "type": "project_fact", "confidence": 0.8,
+                  "content": "The deploy script for Kestrel lives in tools/ship.sh"})
+    log.append(MemoriesMined(session="m", memories=facts), stream="memory")
+    store.catch_up_all()
+    result = recall(store.db, "where is the Kestrel deploy script?", budget=512, k=10)
+    head = [i for i in result.items if i.source in ("workspace_profile", "project_fact")
+            and i.score >= 0.8 and i.id != "late"]
+    assert 0 < sum(i.tokens for i in head) <= HEAD_FACTS_SHARE * 512
+    assert any(i.id == "late" for i in result.items)  # found by search, not crowded out
+    assert any(i.source == "turn" for i in recall(store.db, "gardening tomatoes day 7",
+                                                  budget=512, k=10).items)
+
+
 @pytest.mark.parametrize("budget", [20, 50, 64, 100, 300, 512])
 def test_budget_is_never_exceeded(log: EventLog, store: ProjectionStore, budget: int) -> None:
     seed(log)

@@ -17,8 +17,10 @@ from .sync.progress import ProgressFactory, no_progress
 def spec_for(home: Home, *, backend: str | None = None, model: str | None = None,
              base_url: str | None = None, script: str | None = None,
              heuristic: bool = False) -> MinerSpec:
-    return miner_spec(load_config(home).llm, backend=backend, model=model, base_url=base_url,
-                      script=script, heuristic=heuristic)
+    config = load_config(home)
+    return miner_spec(config.llm, backend=backend, model=model, base_url=base_url,
+                      script=script, heuristic=heuristic,
+                      constrained=config.mining.json_schema)
 
 
 def mine_now(home: Home, spec: MinerSpec, *, sessions: list[str] | None = None,

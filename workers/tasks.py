@@ -128,7 +128,7 @@ def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
     """Chunks extracted here (SQLite queue), or shared with the workers of a Redis queue."""
     config = load_config(home)
     if not config.redis_url:
-        return LocalExtractor(spec, config.llm)
+        return LocalExtractor(spec, config.llm, config.mining.parallel)
     configure(home)
     return QueueExtractor(mining_queue, spec, mine_extract_task, config.llm)
 

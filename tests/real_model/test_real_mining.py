@@ -1,8 +1,9 @@
 """A night's run against the real Qwen2.5-Coder-0.5B (issue 11): `diarist mine`, `dream` and
 `consolidate` as processes over three short sessions with planted facts. The model's words
 are not asserted; what the pipeline must guarantee is: every session mined by the model
-itself (no session lost to malformed JSON: the schema-constrained answer is parsed, so the
-heuristic never had to stand in), typed memories for most planted facts, each traced to the
+itself (no session lost to malformed JSON: the answer — not constrained by a grammar, the
+default ``mining.json_schema: false`` — is parsed leniently, so the heuristic never had to
+stand in), typed memories for most planted facts, each traced to the
 turn that said it, and a log that replays to the same projections. (What share of the
 facts a 0.5B model finds is the benchmark's business: bench_mining.py; this asks for two of
 the five planted ones.)"""

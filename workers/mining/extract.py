@@ -4,10 +4,12 @@
 (:data:`SYSTEM`, byte-identical for every call, so llama.cpp's prompt cache keeps it and
 only the chunk's own lines are read again; the OpenAI-compatible backend sends
 ``cache_prompt: true``), then the chunk's numbered lines and the most memories it may
-return. The JSON schema (llama.cpp turns it into a grammar, Ollama into ``format``) asks
-for ``{"memories": [{type, content, subject, kind, confidence, turns}]}``; the answer is
-parsed leniently all the same (:mod:`workers.llm.lenient_json`), because not every server
-constrains output and a capped answer stops mid-list.
+return. The prompt asks for ``{"memories": [{content, type, subject, turns}]}``; with
+``mining.json_schema: true`` the same shape goes as a JSON schema too (llama.cpp turns it
+into a grammar, Ollama into ``format``). Off by default: a small model under a grammar runs
+on inside a string until the token cap and must be asked again (docs/architecture.md,
+"Mining"). The answer is parsed leniently (:mod:`workers.llm.lenient_json`) either way,
+because a capped answer stops mid-list.
 
 **When the answer is unusable** (no JSON found, or no list of memories in it) the model is
 asked once more, with its answer and what was wrong; a second failure is returned as
@@ -85,7 +87,7 @@ class MinerSpec:
     base_url: str | None = None
     script: str | None = None
     timeout: float = 600.0
-    constrained: bool = True   # send the JSON schema (benchmarks compare without it)
+    constrained: bool = False  # send the JSON schema (``mining.json_schema``)
 
     @property
     def uses_model(self) -> bool:
@@ -307,15 +309,17 @@ MINING_URL_ENV = "DIARIST_MINING_BASE_URL"
 
 def miner_spec(llm: LLMConfig, *, backend: str | None = None, model: str | None = None,
                base_url: str | None = None, script: str | None = None,
-               heuristic: bool = False) -> MinerSpec:
+               heuristic: bool = False, constrained: bool = False) -> MinerSpec:
     """Which extractor mining and consolidation use: a model when one is configured (the
     flag, else ``llm.backend``), else the heuristic extractor. The model is the flag, else
     ``llm.mining_model``, else ``llm.model``; the server the flag, else
-    ``$DIARIST_MINING_BASE_URL``, else ``llm.mining_base_url``, else the chat's."""
+    ``$DIARIST_MINING_BASE_URL``, else ``llm.mining_base_url``, else the chat's;
+    ``constrained`` (``mining.json_schema``): whether the answer's schema is sent."""
     from events.settings import setting
 
     name = setting(backend, None, llm.backend)
     if heuristic or name is None:
         return MinerSpec()
     return MinerSpec(name, setting(model, None, llm.mining_model, llm.model),
-                     setting(base_url, MINING_URL_ENV, llm.mining_base_url), script)
+                     setting(base_url, MINING_URL_ENV, llm.mining_base_url), script,
+                     constrained=constrained)

@@ -156,7 +156,7 @@ def mine(home: Home, spec: MinerSpec, *, extractor: Extractor | None = None,
         report.sessions = len({c.session for c in chunks})
         report.chunks = len(chunks)
         active = ActiveMemories(home, store)
-        extractor = extractor or LocalExtractor(spec, config.llm)
+        extractor = extractor or LocalExtractor(spec, config.llm, config.mining.parallel)
         with progress(sum(len(c.turns) for c in chunks), "Mining") as step:
             for chunk, extraction in extractor.results(chunks):
                 events = decide(chunk, extraction, active, report)
