@@ -4,14 +4,16 @@
 
 Starts `diarist serve-model` (Qwen2.5-Coder-0.5B, llama.cpp, installed by scripts/setup.sh)
 on a free port, imports LoCoMo conv-26 (~420 turns) into a scratch home (`sync --no-embed`:
-lexical recall only), then for each of the first N questions of conv-26 runs three fresh
+lexical recall only), then for each of the first N questions of conv-26 runs four fresh
 `ChatSession`s through the `openai` backend, the person taking `--typing` seconds to type the
 question each time:
 - *without memory* (`inject_on_start` and `turn_recall` off);
-- *memory, not warmed*: the start block and the memory note, the backend's `warm` disabled —
-  the server reads the memory only when the question arrives;
+- *memory, not warmed*: the start block, the backend's `warm` disabled — the server reads
+  the memory only when the question arrives;
 - *memory, warmed* (the default chat): the start block is read by the server while the
-  person types, the note follows the cached prefix.
+  person types; the first message gets no note (``memory.first_note: false``);
+- *warmed + first note* (``memory.first_note: true``): the same, and the first message gets
+  its memory note, which the server reads after the message arrives.
 It measures the time from the question being sent to the first streamed token, the whole
 reply (capped at 64 tokens, temperature 0), the prompt tokens the server counted and the
 memory injected. Then the shadow journal's extraction call for each warmed exchange.
@@ -71,14 +73,15 @@ def start_server(home: Path, port: int, ctx: int) -> tuple[subprocess.Popen, flo
     raise SystemExit("diarist serve-model did not start")
 
 
-MODES = ("without memory", "memory, not warmed", "memory, warmed")
+MODES = ("without memory", "memory, not warmed", "memory, warmed",
+         "warmed + first note")
 
 
 def turn(home: Home, url: str, question: str, mode: str, typing: float) -> dict:
     backend = make_backend("openai", base_url=url, max_tokens=64, temperature=0)
     memory = mode != MODES[0]
     config = Config(memory=MemoryConfig(inject_on_start=memory, turn_recall=memory,
-                                        tools=False))
+                                        first_note=mode == MODES[3], tools=False))
     if mode == MODES[1]:
         setattr(backend, "warm", lambda messages: None)  # noqa: B010 — no read-ahead
     with EventLog(home.events_db) as log, open_store(home, log) as store:

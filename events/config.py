@@ -12,6 +12,8 @@ memory:
                             # LLM call per turn: off by default, see docs/architecture.md)
   tools: true               # let the chat model call remember / memory_search / memory_get
   turn_recall: true         # recall for each message; attach what is new as a memory note
+  first_note: false         # ... the first message too (the first reply then waits while
+                            # the server reads the note; the start block was read ahead)
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share
@@ -90,6 +92,7 @@ class MemoryConfig:
     shadow_journal: bool = False
     tools: bool = True  # the chat model may call the memory tools (`diarist chat --no-tools`)
     turn_recall: bool = True  # a memory note for each message (workers/chat/memory.py)
+    first_note: bool = False  # ... the first message of a session too (see docs: first token)
     rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
 
 
@@ -240,6 +243,7 @@ _CHECKS: dict[str, Any] = {
     "memory.shadow_journal": _boolean,
     "memory.tools": _boolean,
     "memory.turn_recall": _boolean,
+    "memory.first_note": _boolean,
     "memory.rolling_summary.enabled": _boolean,
     "memory.rolling_summary.warn_at_pct": _fraction(0.0, 1.0),
     "memory.rolling_summary.keep_turns": _int_range(0, 1000),

@@ -26,7 +26,8 @@ def test_a_session_records_every_event(home: Home, stores: Stores, tmp_path: Pat
     log.append(Remembered(text="Ann keeps bees"), stream="memory")
     store.catch_up_all()
     backend = ScriptedBackend(rules(tmp_path, {"match": "bees", "reply": "Your bees are fine."}))
-    session = ChatSession(home, log, store, backend, config())
+    session = ChatSession(home, log, store, backend,
+                          Config(memory=MemoryConfig(first_note=True)))  # a note at once
     session.start()
     tokens: list[str] = []
     reply = session.send("how are my bees?", on_token=tokens.append)

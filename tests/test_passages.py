@@ -7,7 +7,7 @@ import re
 import pytest
 
 from events import EventLog
-from events.types import AssistantTurn, UserTurn
+from events.types import AssistantTurn, SessionStarted, UserTurn
 from projections import ProjectionStore
 from projections.items import items_from, key_part
 from projections.passages import (
@@ -107,3 +107,35 @@ def test_adjacent_passages_of_a_turn_join_one_item(log: EventLog,
     text = joined[0].content
     assert text.startswith("assistant: ") and text.count("assistant: ") == 1
     assert text.index("Silver Dip") < text.index("Silver Cream")  # in the turn's order
+
+
+def test_without_a_budget_a_models_reply_comes_after_the_message_it_answers(
+        log: EventLog, store: ProjectionStore) -> None:
+    """The evidence is usually what the person said; a long reply restates the topic and
+    ranks higher. A named person's turn still comes with the turn that follows it."""
+    log.append(UserTurn(session="s", text="My necklace from Dana needs a polish.", name="user"),
+               stream="s", ref="c:1")
+    log.append(AssistantTurn(session="s", text=LONG_REPLY, name="assistant"), stream="s",
+               ref="c:2")
+    log.append(UserTurn(session="p", text="Did you polish the trophy?", name="Ann"),
+               stream="p", ref="p:1")
+    log.append(AssistantTurn(session="p", text="I polished the trophy with baking soda paste.",
+                             name="Bob"), stream="p", ref="p:2")
+    log.append(UserTurn(session="p", text="It shines like new now.", name="Ann"),
+               stream="p", ref="p:3")
+    log.append(SessionStarted(session="q", backend="openai", model="qwen"), stream="q")
+    log.append(UserTurn(session="q", text="Which ring do I wear on Sundays?", name="user"),
+               stream="q", ref="q:1")
+    log.append(AssistantTurn(session="q", text="Clean it with baking soda paste and polish.",
+                             name="qwen"), stream="q", ref="q:2")  # a diarist chat's reply
+    store.catch_up_all()
+    items = recall(store.db, "baking soda paste silver polish", budget=0, k=10).items
+    reply = next(i for i in items if "c:2" in i.refs)
+    assert reply.refs == ["c:1", "c:2"] and reply.content.startswith("user: My necklace")
+    assert "\nassistant: I'm happy to help" in reply.content  # the whole reply, after it
+    chat = next(i for i in items if "q:2" in i.refs)
+    assert chat.refs == ["q:1", "q:2"] and chat.content.startswith("user: Which ring")
+    person = next(i for i in items if "p:2" in i.refs)
+    assert person.refs == ["p:2", "p:3"] and person.content.startswith("Bob: I polished")
+    with_budget = recall(store.db, "baking soda paste silver polish", budget=512, k=10).items
+    assert all(i.refs != ["c:1", "c:2"] for i in with_budget)  # passages compete alone

@@ -96,13 +96,38 @@ def test_no_note_when_nothing_new_is_relevant(home: Home, stores: Stores, tmp_pa
     session = ChatSession(home, log, store, Recording(rules(tmp_path, {"reply": "Hi."})),
                           Config(), tools=False)
     session.start()
+    session.send("good morning")
     session.send("where are my bees?")
     session.send("and where are my bees again?")  # shown already: no second note
     session.send("what is the capital of Peru?")  # nothing relevant
     kinds = [e.payload["kind"] for e in log.read(types=["MemoryInjected"], stream=session.id)]
     assert kinds == ["start", "turn"] and NOTE_MIN_SCORE > 0
-    assert "Ann keeps bees" in session.history[0].content
-    assert session.history[2].content == "and where are my bees again?"
+    assert "Ann keeps bees" in session.history[2].content
+    assert session.history[4].content == "and where are my bees again?"
+
+
+def test_the_first_message_gets_no_note_unless_first_note_is_on(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """Its reply would wait while the server reads the note; the start block was read
+    ahead. ``memory.first_note: true`` trades that wait for recall on the first message."""
+    log, store = stores
+    log.append(Remembered(text="Ann keeps bees on the roof"), stream="memory")
+    store.catch_up_all()
+    sent = {}
+    for first_note in (False, True):
+        backend = Recording(rules(tmp_path, {"reply": "Hi."}))
+        session = ChatSession(home, log, store, backend,
+                              Config(memory=MemoryConfig(first_note=first_note)), tools=False)
+        session.start()
+        assert session.warming is not None
+        session.warming.join(5)
+        session.send("where are my bees?")
+        (request,) = backend.requests
+        assert request[0] == backend.warmed[0][0]  # the read-ahead prefix, unchanged
+        sent[first_note] = request[1]["content"]
+        session.end()
+    assert sent[False] == "where are my bees?"
+    assert sent[True].startswith("[memory note]") and "Ann keeps bees" in sent[True]
 
 
 def test_notes_can_be_switched_off(home: Home, stores: Stores, tmp_path: Path) -> None:

@@ -164,9 +164,15 @@ class ChatSession:
 
     def _note(self, text: str) -> Injection | None:
         """The memory note for a message, recorded as ``MemoryInjected``; None when there
-        is nothing new worth it (or notes are off)."""
+        is nothing new worth it, when notes are off, and for the first message of a session
+        that has a start block unless ``memory.first_note``: every token of a note is read
+        by the server after the message arrives, so the first reply would wait for it
+        (docs/benchmarks.md, "First token with memory")."""
         if not self.config.memory.turn_recall:
             return None
+        if self.injection is not None and not self.history \
+                and not self.config.memory.first_note:
+            return None  # the first reply reads only what was read ahead (the start block)
         note = self.memory.note_for(text, self.memory_in_prompt())
         if not note.text:
             return None
