@@ -10,10 +10,10 @@ question each time:
 - *without memory* (`inject_on_start` and `turn_recall` off);
 - *memory, not warmed*: the start block, the backend's `warm` disabled — the server reads
   the memory only when the question arrives;
-- *memory, warmed* (the default chat): the start block is read by the server while the
-  person types; the first message gets no note (``memory.first_note: false``);
-- *warmed + first note* (``memory.first_note: true``): the same, and the first message gets
-  its memory note, which the server reads after the message arrives.
+- *memory, warmed* (``memory.first_note: false``): the start block is read by the server
+  while the person types; the first message gets no note;
+- *warmed + first note* (the default chat): the same, and the first message gets its memory
+  note, which the server reads after the message arrives.
 It measures the time from the question being sent to the first streamed token, the whole
 reply (capped at 64 tokens, temperature 0), the prompt tokens the server counted and the
 memory injected. Then the shadow journal's extraction call for each warmed exchange.

@@ -12,8 +12,8 @@ memory:
                             # LLM call per turn: off by default, see docs/architecture.md)
   tools: true               # let the chat model call remember / memory_search / memory_get
   turn_recall: true         # recall for each message; attach what is new as a memory note
-  first_note: false         # ... the first message too (the first reply then waits while
-                            # the server reads the note; the start block was read ahead)
+  first_note: true          # ... the first message too (false: its reply waits for nothing
+                            # but reads only the start block, read ahead while you type)
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share
@@ -92,7 +92,7 @@ class MemoryConfig:
     shadow_journal: bool = False
     tools: bool = True  # the chat model may call the memory tools (`diarist chat --no-tools`)
     turn_recall: bool = True  # a memory note for each message (workers/chat/memory.py)
-    first_note: bool = False  # ... the first message of a session too (see docs: first token)
+    first_note: bool = True  # ... the first message of a session too (see docs: first token)
     rolling_summary: RollingSummaryConfig = field(default_factory=RollingSummaryConfig)
 
 

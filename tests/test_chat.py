@@ -26,8 +26,7 @@ def test_a_session_records_every_event(home: Home, stores: Stores, tmp_path: Pat
     log.append(Remembered(text="Ann keeps bees"), stream="memory")
     store.catch_up_all()
     backend = ScriptedBackend(rules(tmp_path, {"match": "bees", "reply": "Your bees are fine."}))
-    session = ChatSession(home, log, store, backend,
-                          Config(memory=MemoryConfig(first_note=True)))  # a note at once
+    session = ChatSession(home, log, store, backend, config())
     session.start()
     tokens: list[str] = []
     reply = session.send("how are my bees?", on_token=tokens.append)

@@ -106,10 +106,10 @@ def test_no_note_when_nothing_new_is_relevant(home: Home, stores: Stores, tmp_pa
     assert session.history[4].content == "and where are my bees again?"
 
 
-def test_the_first_message_gets_no_note_unless_first_note_is_on(
+def test_first_note_false_keeps_the_first_message_bare(
         home: Home, stores: Stores, tmp_path: Path) -> None:
-    """Its reply would wait while the server reads the note; the start block was read
-    ahead. ``memory.first_note: true`` trades that wait for recall on the first message."""
+    """With ``memory.first_note: false`` the first reply reads only what was read ahead (no
+    wait for a note); the default gives the first message its note."""
     log, store = stores
     log.append(Remembered(text="Ann keeps bees on the roof"), stream="memory")
     store.catch_up_all()

@@ -172,7 +172,7 @@ class ChatSession:
             return None
         if self.injection is not None and not self.history \
                 and not self.config.memory.first_note:
-            return None  # the first reply reads only what was read ahead (the start block)
+            return None  # first_note off: the first reply reads only what was read ahead
         note = self.memory.note_for(text, self.memory_in_prompt())
         if not note.text:
             return None
