@@ -139,8 +139,9 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
     for type_, source in (("workspace_profile", "workspace_profile"),
                           ("project_fact", "project_fact")):
         memories = list_memories(db, type_)
-        if type_ == "project_fact":
-            memories.sort(key=lambda m: (-m.confidence * m.relevancy, _newest_first(m)))
+        if type_ == "project_fact":  # newest first among equals (both sorts are stable)
+            memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+            memories.sort(key=lambda m: -m.confidence * m.relevancy)
         for memory in memories:
             item = _item(source, memory.id, memory.content, memory.confidence,
                          memory.created_at, memory.refs)
@@ -156,12 +157,6 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
             used.add(content_hash(text))
             used |= {content_hash(section) for section in _sections_within(db, text)}
     return used
-
-
-def _newest_first(memory: Any) -> tuple[str, str]:
-    """A sort key putting the newest first (ISO times compared as text, inverted)."""
-    flip = str.maketrans("0123456789", "9876543210")
-    return memory.created_at.translate(flip), memory.id
 
 
 def _fit_lines(text: str, tokens: float) -> str:
@@ -232,8 +227,9 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
 # Without a budget a turn cut into passages counts its best passage plus this share of its
 # other passages' scores (a long reply that matches in several places is worth more than
 # one that matches once). Top-10 evidence recall, with a model's reply shown after the
-# question it answers: LongMemEval dev 0.892 (share 0) → 0.925 (0.25, 0.5); LoCoMo dev
-# 0.751 (0) → 0.752 (0.25) → 0.748 (0.5). Measured 2026-11-23 (docs/benchmarks.md).
+# question it answers, on the dev harness (this recall() over homes built once): LongMemEval
+# dev 0.892 (share 0) → 0.925 (0.25, 0.5); LoCoMo dev 0.751 (0) → 0.752 (0.25) → 0.748 (0.5).
+# `diarist eval` with 0.25: 0.925 and 0.752 (docs/benchmarks.md).
 PASSAGE_SUM_SHARE = 0.25
 
 
@@ -355,7 +351,7 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], filler: _Fill
     order); a whole short turn comes with its reply when that is short too."""
     replies = _replies(db, [hit for _, hit in ranked if hit.source == TURN])
     asked = (_asked(db, _model_replies(db, [hit for _, hit in ranked if hit.source == TURN]))
-             if filler.budget <= 0 and ASSISTANT_WITH_QUESTION else {})
+             if filler.budget <= 0 else {})
     turns: dict[str, _Turn] = {}
     whole: set[str] = set()   # turns shown whole (no budget)
     scored = 0
@@ -449,13 +445,10 @@ def _replies(db: sqlite3.Connection, turns: list[Hit]) -> dict[str, Hit]:
 
 # Without a budget a model's reply is shown after the message it answers (the exchange);
 # a person's turn (and anything with a budget) comes with the turn that follows it, as
-# before. LongMemEval dev top-10 0.875 → 0.925 with it (the evidence is what the user said;
-# the reply restates the topic and ranks higher); for LoCoMo, where both speakers are
-# people, pairing the second speaker's turns the same way cost 0.751 → 0.729, hence only
-# for models' replies.
-ASSISTANT_WITH_QUESTION = True
-
-
+# before. Dev harness, LongMemEval top-10: 0.875 → 0.925 with it (the evidence is what the
+# user said; the reply restates the topic and ranks higher); for LoCoMo, where both speakers
+# are people, pairing the second speaker's turns the same way cost 0.751 → 0.729, hence
+# only for models' replies.
 GENERIC_SPEAKERS = frozenset({"assistant", "ai", "model", "bot", "chatbot", "gpt", "system"})
 
 

@@ -459,16 +459,18 @@ def test_the_pass_reports_its_progress_turn_by_turn(home: Home, tmp_path: Path) 
 
 def test_the_mining_model_and_server_are_chosen_apart_from_the_chats(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from events.config import LLMConfig
+    from events.config import Config, LLMConfig
     from workers.mining.extract import MINING_URL_ENV, miner_spec
 
     monkeypatch.delenv(MINING_URL_ENV, raising=False)
-    assert not miner_spec(LLMConfig()).uses_model  # no model configured: the heuristic
-    chat_only = LLMConfig(backend="openai", model="qwen-0.5b", base_url="http://chat/v1")
+    assert not miner_spec(Config()).uses_model  # no model configured: the heuristic
+    chat_only = Config(llm=LLMConfig(backend="openai", model="qwen-0.5b",
+                                     base_url="http://chat/v1"))
     spec = miner_spec(chat_only)
     assert (spec.backend, spec.model, spec.base_url) == ("openai", "qwen-0.5b", None)
-    night = LLMConfig(backend="openai", model="qwen-0.5b", base_url="http://chat/v1",
-                      mining_model="qwen2.5-coder-1.5b", mining_base_url="http://night/v1")
+    night = Config(llm=LLMConfig(backend="openai", model="qwen-0.5b", base_url="http://chat/v1",
+                                 mining_model="qwen2.5-coder-1.5b",
+                                 mining_base_url="http://night/v1"))
     spec = miner_spec(night)
     assert (spec.model, spec.base_url) == ("qwen2.5-coder-1.5b", "http://night/v1")
     monkeypatch.setenv(MINING_URL_ENV, "http://env/v1")

@@ -58,18 +58,20 @@ def test_many_mined_project_facts_leave_room_for_the_scored_part(
     from projections.recall import HEAD_FACTS_SHARE
 
     seed(log)
+    log.append(MemoriesMined(session="m", memories=[{  # the oldest fact: no room in the head
+        "id": "old", "type": "project_fact", "confidence": 0.8,
+        "content": "The deploy script for Kestrel lives in tools/ship.sh"}]), stream="memory")
     facts = [{"id": f"f{i}", "type": "project_fact", "confidence": 0.8,
               "content": f"Project Zephyr milestone {i} uses the module number {i}"}
              for i in range(200)]
-    facts.append({"id": "late", "type": "project_fact", "confidence": 0.8,
-                  "content": "The deploy script for Kestrel lives in tools/ship.sh"})
     log.append(MemoriesMined(session="m", memories=facts), stream="memory")
     store.catch_up_all()
+    head = recall(store.db, "where is the Kestrel deploy script?", budget=512, k=0).items
+    facts = [i for i in head if i.source in ("workspace_profile", "project_fact")]
+    assert facts and sum(i.tokens for i in facts) <= HEAD_FACTS_SHARE * 512
+    assert "old" not in {i.id for i in head}  # newest first: it did not fit the head
     result = recall(store.db, "where is the Kestrel deploy script?", budget=512, k=10)
-    head = [i for i in result.items if i.source in ("workspace_profile", "project_fact")
-            and i.score >= 0.8 and i.id != "late"]
-    assert 0 < sum(i.tokens for i in head) <= HEAD_FACTS_SHARE * 512
-    assert any(i.id == "late" for i in result.items)  # found by search, not crowded out
+    assert any(i.id == "old" for i in result.items)  # found by search, not crowded out
     assert any(i.source == "turn" for i in recall(store.db, "gardening tomatoes day 7",
                                                   budget=512, k=10).items)
 

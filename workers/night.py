@@ -17,10 +17,8 @@ from .sync.progress import ProgressFactory, no_progress
 def spec_for(home: Home, *, backend: str | None = None, model: str | None = None,
              base_url: str | None = None, script: str | None = None,
              heuristic: bool = False) -> MinerSpec:
-    config = load_config(home)
-    return miner_spec(config.llm, backend=backend, model=model, base_url=base_url,
-                      script=script, heuristic=heuristic,
-                      constrained=config.mining.json_schema)
+    return miner_spec(load_config(home), backend=backend, model=model, base_url=base_url,
+                      script=script, heuristic=heuristic)
 
 
 def mine_now(home: Home, spec: MinerSpec, *, sessions: list[str] | None = None,

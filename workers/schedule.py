@@ -115,7 +115,7 @@ class NightReport:
 def run_night(home: Home, extractor_for: ExtractorFor) -> NightReport:
     """Mine, dream, consolidate; a pass already running elsewhere is skipped."""
     config = load_config(home)
-    spec = miner_spec(config.llm, constrained=config.mining.json_schema)
+    spec = miner_spec(config)
     report = NightReport()
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("mine", lambda: mine(home, spec, extractor=extractor_for(home, spec))),

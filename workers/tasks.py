@@ -154,7 +154,7 @@ def maintenance_task() -> None:
 def mine_session_task(session: str) -> int | None:
     """Mine one session that just ended (another pass running covers it)."""
     home = bound_home()
-    spec = miner_spec(load_config(home).llm)
+    spec = miner_spec(load_config(home))
     try:
         report = mine(home, spec, sessions=[session], extractor=mining_extractor(home, spec))
     except PassRunning:

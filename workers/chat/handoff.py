@@ -117,8 +117,7 @@ class AfterReply:
             return
         self.echo("(mining this session into memory… Ctrl-C to skip)")
         try:
-            report = mine(self.home, miner_spec(config.llm, constrained=config.mining.json_schema),
-                          sessions=[self.session.id])
+            report = mine(self.home, miner_spec(config), sessions=[self.session.id])
         except KeyboardInterrupt:
             self.echo("(mining skipped; the night's run will do it)")
             return

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from events.config import LLMConfig
+from events.config import Config, LLMConfig
 
 from ..llm import Backend, make_backend
 from ..llm.lenient_json import LenientJSONError, loads_lenient
@@ -307,19 +307,20 @@ def to_candidate(item: Any, chunk: Chunk) -> Candidate | None:
 MINING_URL_ENV = "DIARIST_MINING_BASE_URL"
 
 
-def miner_spec(llm: LLMConfig, *, backend: str | None = None, model: str | None = None,
+def miner_spec(config: Config, *, backend: str | None = None, model: str | None = None,
                base_url: str | None = None, script: str | None = None,
-               heuristic: bool = False, constrained: bool = False) -> MinerSpec:
+               heuristic: bool = False) -> MinerSpec:
     """Which extractor mining and consolidation use: a model when one is configured (the
     flag, else ``llm.backend``), else the heuristic extractor. The model is the flag, else
     ``llm.mining_model``, else ``llm.model``; the server the flag, else
-    ``$DIARIST_MINING_BASE_URL``, else ``llm.mining_base_url``, else the chat's;
-    ``constrained`` (``mining.json_schema``): whether the answer's schema is sent."""
+    ``$DIARIST_MINING_BASE_URL``, else ``llm.mining_base_url``, else the chat's; the schema
+    is sent when ``mining.json_schema`` says so."""
     from events.settings import setting
 
+    llm = config.llm
     name = setting(backend, None, llm.backend)
     if heuristic or name is None:
         return MinerSpec()
     return MinerSpec(name, setting(model, None, llm.mining_model, llm.model),
                      setting(base_url, MINING_URL_ENV, llm.mining_base_url), script,
-                     constrained=constrained)
+                     constrained=config.mining.json_schema)
