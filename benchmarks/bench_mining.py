@@ -1,7 +1,7 @@
 """Mining the LoCoMo dev conversations with a real model, and what it does for recall.
 
     python benchmarks/bench_mining.py --model 0.5b [--convs conv-26,conv-30]
-        [--sessions N] [--ctx-size 4096] [--parallel 1] [--schema] [--json]
+        [--sessions N] [--ctx-size 4096] [--parallel 1] [--schema] [--keep DIR] [--json]
     python benchmarks/bench_mining.py --heuristic        # no model: the heuristic extractor
 
 Run it alone (``flock /tmp/diarist-bench.lock …``): it measures time on a shared CPU.
@@ -19,6 +19,9 @@ Run it alone (``flock /tmp/diarist-bench.lock …``): it measures time on a shar
    writing (reply tokens at the server's reported tokens/s).
 4. Quality: the share of mined memories whose refs contain some question's evidence; then
    ``sync`` again and evidence recall within 512 tokens *with* the mined memories.
+
+``--keep DIR`` copies the mined home to ``DIR`` (its event log holds every mining decision),
+so recall can be measured again later without a model: ``--recall-only DIR``.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from workers.memory.recall import recall_each  # noqa: E402
 from workers.mining.extract import MinerSpec  # noqa: E402
 from workers.mining.mine import mine  # noqa: E402
 from workers.sync.catch_up import sync  # noqa: E402
+from workers.sync.replay import replay  # noqa: E402
 
 CONVS = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
 
@@ -110,6 +114,27 @@ def evidence_recall(home: Home, questions: list[dict]) -> float:
     return sum(scores) / len(scores) if scores else 0.0
 
 
+def recall_again(kept: Path, convs: str, sessions: int | None, as_json: bool) -> None:
+    """Evidence recall @512 over a kept home, its projections rebuilt from the log first
+    (``replay``), so the figure is today's recall over the memories mined then."""
+    work = Path(tempfile.mkdtemp(prefix="diarist-bench-mining-"))
+    try:
+        _path, questions = load(convs.split(","), sessions, work)
+        home = Home(work / "home")
+        shutil.copytree(kept, home.root)
+        home.ensure()
+        replay(home)
+        sync(home)
+        with EventLog(home.events_db) as log:
+            memories = sum(len(e.payload["memories"]) for e in log.read(types=["MemoriesMined"]))
+        out = {"home": str(kept), "memories": memories, "questions": len(questions),
+               "recall512_with": round(evidence_recall(home, questions), 3)}
+        print(json.dumps(out) if as_json else
+              "\n".join(f"{key:>24}: {value}" for key, value in out.items()))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:  # noqa: C901 - a linear script
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=["0.5b", "1.5b"], default="0.5b")
@@ -123,8 +148,16 @@ def main() -> None:  # noqa: C901 - a linear script
                         help="send the JSON schema (mining.json_schema: true; default off)")
     parser.add_argument("--parallel", type=int, default=1,
                         help="server slots and chunks extracted at once (mining.parallel)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the mined home here when done")
+    parser.add_argument("--recall-only", type=Path, default=None, metavar="HOME",
+                        help="measure recall @512 again over a home kept by --keep "
+                             "(replayed with the current code; no model)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.recall_only:
+        recall_again(args.recall_only, args.convs, args.sessions, args.json)
+        return
     work = Path(tempfile.mkdtemp(prefix="diarist-bench-mining-"))
     server = None
     try:
@@ -185,6 +218,8 @@ def main() -> None:  # noqa: C901 - a linear script
             "questions": len(questions),
             "recall512_without": round(without, 3), "recall512_with": round(with_mined, 3),
         }
+        if args.keep:
+            shutil.copytree(home.root, args.keep)
         if args.json:
             print(json.dumps(out))
         else:
