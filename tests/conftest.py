@@ -122,6 +122,14 @@ def diarist_cmd() -> list[str]:
     return [sys.executable, "-c", "from cli.main import main; main()"]
 
 
+def no_night(home: Home) -> None:
+    """A worker started on ``home`` does not run the night: between 02:00 and 08:00 local
+    time a freshly started worker mines, dreams and consolidates at once (by design), which
+    a test comparing projections against a reference must not depend on."""
+    with home.config_file.open("a", encoding="utf-8") as config:
+        config.write("mining:\n  nightly: false\n")
+
+
 def subprocess_env(home: Home) -> dict[str, str]:
     env = dict(os.environ)
     env["DIARIST_HOME"] = str(home.root)

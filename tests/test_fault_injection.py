@@ -36,7 +36,7 @@ from events.transcript import import_file
 from events.types import TURN_TYPES
 from projections import open_store
 
-from .conftest import diarist_cmd, run, stop_process, subprocess_env, write_transcript
+from .conftest import diarist_cmd, no_night, run, stop_process, subprocess_env, write_transcript
 from .faults import (
     Tally,
     assert_log_sound,
@@ -299,6 +299,7 @@ def test_kill_9_of_the_worker(stages: Stages, tmp_path: Path) -> None:
     reference = digests(stages.home("synced"))
     for n, rng in runs_of("worker"):
         home = stages.clone("imported", Home(tmp_path / f"h{n}"))
+        no_night(home)  # the reference is a synced home, not a mined one
         killed = kill_and_restart(home, ["worker"], rng, delay=window(stages, "sync"),
                                   ready=lambda home=home: position(home) > 0, restart=[])
         tally.add(killed.landed)
