@@ -11,9 +11,11 @@ rewriting earlier prompt text.
 - **A note per message**: recall for the message itself; items not shown before in the
   session and scoring at least :data:`NOTE_MIN_SCORE` are attached to that user message as a
   short ``[memory note]`` — after the cached prefix, so the cache stays valid — within what
-  the budget has left. The memory in the prompt (the start block plus the notes of the
-  messages still in the history) never exceeds ``budget_pct`` of the window; a compression
-  that summarises old messages frees their notes' share.
+  the budget has left and what the context window has free once the prompt, the message
+  and the reply are in (a long pasted message gets no note rather than an overflow). The
+  memory in the prompt (the start block plus the notes of the messages still in the
+  history) never exceeds ``budget_pct`` of the window; a compression that summarises old
+  messages frees their notes' share.
 
 Small models rarely call memory tools well; the notes bring what a message needs without
 them. Each injection is recorded by the session as ``MemoryInjected``.
@@ -61,10 +63,14 @@ class SessionMemory:
         self.shown = {item.id for item in injection.items}
         return injection
 
-    def note_for(self, text: str, in_prompt: int) -> Injection:
+    def note_for(self, text: str, in_prompt: int, window_room: int | None = None) -> Injection:
         """A note for a message, within what the budget has left (``in_prompt``: the memory
-        tokens already in the prompt). Empty when nothing new is relevant enough."""
+        tokens already in the prompt) and within ``window_room``, the tokens the context
+        window has free once the prompt, the message and the reply are in. Empty when nothing
+        new is relevant enough or there is no room."""
         room = self.budget - in_prompt
+        if window_room is not None:
+            room = min(room, window_room)
         injection = build_note(self.store.db, text, room, self.top_k,
                                semantic_searcher(self.home, self.store), exclude=self.shown,
                                min_score=NOTE_MIN_SCORE, session=self.session_id)

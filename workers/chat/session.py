@@ -71,6 +71,7 @@ ANSWER_NOW = ("[Answer my last message now, in plain words, using the tool resul
               "No tool calls.]")
 MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply must be final
 MAX_CALLS_PER_ROUND = 5
+REPLY_ROOM = 256          # window tokens a note leaves free for the reply when no cap is set
 
 
 logger = get_logger("diarist.chat")
@@ -173,7 +174,7 @@ class ChatSession:
         if self.injection is not None and not self.history \
                 and not self.config.memory.first_note:
             return None  # first_note off: the first reply reads only what was read ahead
-        note = self.memory.note_for(text, self.memory_in_prompt())
+        note = self.memory.note_for(text, self.memory_in_prompt(), self._window_room(text))
         if not note.text:
             return None
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
@@ -181,6 +182,13 @@ class ChatSession:
                                     items=[i.id for i in note.items], kind="turn",
                                     memory_tokens=self.memory_in_prompt() + note.injected_tokens))
         return note
+
+    def _window_room(self, text: str) -> int:
+        """Tokens of the window a note for ``text`` may take: what the prompt with the message
+        and the reply leave free (a long pasted message leaves none — the note then waits
+        rather than pushing the prompt over the window)."""
+        reply = self.config.llm.max_reply_tokens or REPLY_ROOM
+        return self.window - self.history_tokens() - estimate(text) - reply
 
     def clear(self) -> None:
         """Forget the conversation so far (not the log); the start block is built again."""
