@@ -307,7 +307,7 @@ def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
     if not ids:
         return set()
     rows = db.execute(f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(ids))})"
-                      " AND source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",
+                      " AND +source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",  # +: by id
                       [*ids, ESSAY_PASSAGES]).fetchall()
     return {r[0] for r in rows}
 
