@@ -21,6 +21,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -307,6 +308,7 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 # Keyed by the recorded checksum (and threads), not by path: homes with the same model files
 # (eval builds one home per conversation) share one session, so a process holds one copy.
 _EMBEDDERS: dict[tuple[str, int | None], OnnxEmbedder] = {}
+_LOADING = threading.Lock()  # a query's thread and the caller's never load one model twice
 
 
 def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *,
@@ -328,16 +330,17 @@ def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *
                 f"{active.checksum[:16]}…",
                 hint="Run `diarist sync`: it exports the model again and records it.")
     cache_key = (active.checksum, threads)
-    if cache and cache_key in _EMBEDDERS:
-        return _EMBEDDERS[cache_key]
-    embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key,
-                            session_file=prepared_model(model_file) if verify else None)
-    if embedder.dimension != active.dimension:
-        raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional vectors, "
-                               f"the log recorded {active.dimension}")
-    if cache:
-        _EMBEDDERS[cache_key] = embedder
-    return embedder
+    with _LOADING:
+        if cache and cache_key in _EMBEDDERS:
+            return _EMBEDDERS[cache_key]
+        embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key,
+                                session_file=prepared_model(model_file) if verify else None)
+        if embedder.dimension != active.dimension:
+            raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional "
+                                   f"vectors, the log recorded {active.dimension}")
+        if cache:
+            _EMBEDDERS[cache_key] = embedder
+        return embedder
 
 
 def release_embedders() -> None:

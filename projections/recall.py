@@ -65,6 +65,8 @@ ESSAY_PASSAGES = 4
 class Semantic(Protocol):
     """Cosine search (see :mod:`projections.semantic`)."""
 
+    def prefetch(self, query: str) -> None: ...
+
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
     def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]: ...
@@ -260,6 +262,8 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
             now: dt.datetime) -> list[tuple[float, Hit]]:
     """Every candidate of either list with its fused score, weighted by freshness and (for
     memories) confidence; inactive memories left out; best first."""
+    if semantic is not None:
+        semantic.prefetch(query)  # embedded on another thread while FTS5 runs
     lexical = search(db, query, CANDIDATES, common=semantic is None)
     cosines: dict[str, float] = {}
     if semantic is not None:

@@ -319,3 +319,36 @@ def test_batches_run_side_by_side_with_the_same_vectors(exported_model: Path) ->
     assert np.array_equal(together.embed(SENTENCES), alone.embed(SENTENCES))
     assert threads and threading.main_thread().name not in threads, threads
     assert together.session.get_session_options().intra_op_num_threads == 1
+
+
+def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventLog) -> None:
+    """The query's embedding runs beside the lexical search (a thread of its own), and the
+    result is what the caller's thread would have computed."""
+    from events.types import UserTurn
+    from projections import open_store
+    from projections.embedding import active_embedder
+    from projections.recall import recall
+    from projections.semantic import semantic_searcher
+    from projections.vector_embed import embed_pending
+
+    log.append(UserTurn(session="s", text="we adopted a puppy named Biscuit"), stream="s")
+    ensure_model(model_home, log)
+    with open_store(model_home, log) as store:
+        store.catch_up_all()
+        embedder = active_embedder(model_home, store)
+        assert embedder is not None and embed_pending(store, embedder) == 1
+        threads: list[str] = []
+        embed = embedder.embed
+
+        def recording(texts: list[str]) -> np.ndarray:
+            threads.append(threading.current_thread().name)
+            return embed(texts)
+
+        embedder.embed = recording  # type: ignore[method-assign]
+        semantic = semantic_searcher(model_home, store)
+        assert semantic is not None
+        result = recall(store.db, "a new dog", 512, 10, semantic)
+        assert [i.content for i in result.items] == ["user: we adopted a puppy named Biscuit"]
+        assert len(threads) == 1 and threads[0].startswith("diarist-query"), threads
+        expected = embed(["a new dog"])[0]
+        assert np.array_equal(semantic._vector("a new dog"), expected)
