@@ -154,13 +154,13 @@ def test_structlog_is_imported_only_when_a_message_is_shown() -> None:
 
 def test_recall_imports_only_what_it_runs() -> None:
     """A one-shot `diarist recall` imports its own command's module only: not the chat, the
-    model server, eval, the night's commands or the worker (whose imports were ~a third of
-    the process), nor PyYAML when the home has no config file."""
+    model server, eval, the night's commands or the worker, nor PyYAML when the home has
+    no config file, nor structlog and rich (nothing is logged at the default level)."""
     probe = ("import sys; from cli.main import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "names = ('cli.chat', 'cli.eval_command', 'cli.model_command',"
              " 'cli.night_commands', 'cli.worker_command', 'workers.chat', 'workers.tasks',"
-             " 'yaml')\n"
+             " 'yaml', 'structlog', 'rich')\n"
              "print(sorted(n for n in names if n in sys.modules))")
     env = {**os.environ, "DIARIST_HOME": str(Path(tempfile.mkdtemp()) / "var")}
     transcript = Path(tempfile.mkdtemp()) / "t.jsonl"
