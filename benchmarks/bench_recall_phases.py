@@ -3,6 +3,7 @@
 
     python benchmarks/bench_recall_phases.py warm HOME [--queries 100]
     python benchmarks/bench_recall_phases.py cold HOME [--runs 7]
+    python benchmarks/bench_recall_phases.py parts HOME [--queries 100] [--runs 5]
     ... [--code DIR]      # measure another checkout (e.g. a worktree of the commit before)
 
 HOME is a diarist home with vectors, e.g. one that ``bench_recall_latency.py --keep DIR``
@@ -22,6 +23,12 @@ projections), importing numpy, onnxruntime and tokenizers, loading the embedder
 maps the matrix file) and printing the JSON. Then ``--runs`` runs of the real command
 (``diarist recall QUERY --json``) for the total. Median ms of each; CPU seconds (user + sys)
 beside the wall time, since the machine is shared.
+
+parts — single changes of issue 16, old way against new, CPU time: the FTS5 query joined to the
+items (as ``search`` ran it before) against ``search._best`` (rank, then read the best k), same
+hits checked; loading the embedder from the exported file against its prepared copy
+(``--runs`` fresh processes each); a query's embedding with two onnxruntime intra-op threads
+(as before) against one.
 """
 from __future__ import annotations
 
@@ -257,9 +264,104 @@ def cold(home_dir: Path, runs: int) -> None:
     print(f"load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+# --- parts ------------------------------------------------------------------------------------
+
+JOINED = ("SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
+          " i.content_hash, -bm25(search_fts) FROM search_fts f"
+          " JOIN search_items i ON i.rowid = f.rowid"
+          " WHERE search_fts MATCH ? ORDER BY bm25(search_fts) LIMIT ?")
+
+LOAD = r'''
+import json, sys, time
+from projections.embedding import OnnxEmbedder
+import numpy, onnxruntime, tokenizers
+model, tokenizer, session = sys.argv[1:4]
+started = time.process_time()
+OnnxEmbedder(model, tokenizer, session_file=session or None)
+print((time.process_time() - started) * 1000)
+'''
+
+
+def _fts(db: Any, n: int) -> None:
+    from projections.fts import quoted_any
+    from projections.search import _best, _selective_terms
+
+    expressions = [e for q in questions()[:n] if (e := quoted_any(_selective_terms(db, q, False)))]
+    for expression in expressions:
+        assert ([list(r[:5]) + [json.loads(r[5])] + list(r[6:]) for r in
+                 db.execute(JOINED, (expression, 50)).fetchall()]
+                == [[h.key, h.source, h.id, h.content, h.at, h.refs, h.session, h.type,
+                     h.content_hash, h.score] for h in _best(db, expression, 50)]), expression
+    print(f"FTS5 over {len(expressions)} questions, k 50, CPU ms per query (same hits):")
+    for label, run in (("joined to the items (before)",
+                        lambda e: db.execute(JOINED, (e, 50)).fetchall()),
+                       ("rank, then read the best k (after)", lambda e: _best(db, e, 50))):
+        rounds = []
+        for _ in range(3):
+            started = time.process_time()
+            for expression in expressions:
+                run(expression)
+            rounds.append((time.process_time() - started) * 1000 / len(expressions))
+        print(f"  {label:<36} {min(rounds):6.2f} (rounds {', '.join(f'{r:.2f}' for r in rounds)})")
+
+
+def parts(home_dir: Path, n: int, runs: int) -> None:
+    from events import EventLog, Home
+    from projections import open_store
+    from projections.embedding import model_files, prepared_model
+    from projections.vector_cache import active_model
+
+    home = Home(home_dir)
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        active = active_model(store.db)
+        assert active is not None, "no embedding model active"
+        model, tokenizer = model_files(home, active.model)
+        _fts(store.db, n)
+    prepared = prepared_model(model)
+    env = _env(home_dir)
+    print(f"loading the embedder in a fresh process, CPU ms, median of {runs}:")
+    for label, session in (("the exported file (before)", ""),
+                           ("its prepared copy (after)", str(prepared or ""))):
+        if label.startswith("its") and prepared is None:
+            print("  no prepared copy: run `diarist sync` on the home")
+            continue
+        values = [float(_timed([sys.executable, "-c", LOAD, str(model), str(tokenizer), session],
+                               env)[2].strip()) for _ in range(runs)]
+        print(f"  {label:<36} {statistics.median(values):6.1f} (min {min(values):.1f})")
+    import numpy as np
+    import onnxruntime as ort
+
+    from projections.embedding import OnnxEmbedder
+
+    print(f"a query's embedding, {n} questions, ms (wall p50 / CPU mean):")
+    embedder = OnnxEmbedder(model, tokenizer, session_file=prepared)
+    two = ort.SessionOptions()
+    two.intra_op_num_threads, two.inter_op_num_threads = 2, 1
+    two.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    two.log_severity_level = 3
+    two_threads = OnnxEmbedder(model, tokenizer, session_file=prepared)
+    two_threads.session = ort.InferenceSession(str(prepared or model), two,
+                                               providers=["CPUExecutionProvider"])
+    texts = questions()[:n]
+    for label, used in (("two intra-op threads (before)", two_threads),
+                        ("one thread (after)", embedder)):
+        used.embed(texts[:3])
+        walls = []
+        started = time.process_time()
+        for text in texts:
+            wall = time.perf_counter()
+            used.embed([text])
+            walls.append((time.perf_counter() - wall) * 1000)
+        cpu = (time.process_time() - started) * 1000 / len(texts)
+        print(f"  {label:<36} {percentile(walls, 50):6.2f} / {cpu:.2f}")
+    same = all(np.array_equal(embedder.embed([t]), two_threads.embed([t])) for t in texts)
+    print(f"  same vectors: {same}")
+    print(f"load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("warm", "cold"))
+    parser.add_argument("mode", choices=("warm", "cold", "parts"))
     parser.add_argument("home", type=Path)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--runs", type=int, default=7)
@@ -269,8 +371,10 @@ def main() -> None:
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; code: {CODE}")
     if args.mode == "warm":
         warm(args.home, args.queries)
-    else:
+    elif args.mode == "cold":
         cold(args.home, args.runs)
+    else:
+        parts(args.home, args.queries, args.runs)
 
 
 if __name__ == "__main__":
