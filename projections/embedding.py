@@ -193,8 +193,8 @@ def prepare_model(model_file: Path) -> bool:
 
 def session_options(ort: Any) -> Any:
     """One thread per run, no thread pool: a query is one short batch, which a second
-    onnxruntime thread made no faster but spun beside it, taking the other core from
-    whatever else runs — on a busy machine a query took twice as long and twice the CPU
+    onnxruntime thread did not speed up but spun beside, taking the other core from whatever
+    else runs — with two threads a query took longer and more than twice the CPU
     (docs/benchmarks.md, "Recall latency (issue 16)"). Bulk embedding runs several batches
     at once instead (:meth:`OnnxEmbedder.embed`). The vectors are bit for bit the same."""
     options = ort.SessionOptions()
