@@ -46,6 +46,8 @@ from events import EventLog, Home
 from events.transcript import import_file
 from events.types import UserTurn
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+
 # --- targets (issue 2) ----------------------------------------------------------------------
 
 TARGET_APPEND_P99_MS = 10.0
@@ -122,6 +124,9 @@ def diarist_command() -> list[str]:
 def home_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["DIARIST_HOME"] = str(home)
+    # the processes run this checkout's code, not the installed one's (a worktree's run
+    # measured the main checkout's command otherwise)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH")]))
     env.pop("DIARIST_REDIS_URL", None)   # the SQLite queue in the temporary home, always
     return env
 

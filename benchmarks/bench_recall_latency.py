@@ -1,6 +1,12 @@
 """Recall latency with 10k and 100k items, warm and cold.
 
     python benchmarks/bench_recall_latency.py [--sizes 10000,100000] [--queries 200]
+        [--keep DIR] [--cold N] [--code DIR]
+
+``--keep DIR`` builds each home as ``DIR/<size>`` and keeps it; a later run with the same
+``--keep`` reuses it (nothing is imported or synced again), so repeated timings compare code,
+not builds. ``--code DIR`` measures another checkout's code (e.g. a worktree of the commit
+before a change) with this script.
 
 For each size: a temporary home gets a synthetic transcript of that many turns (LoCoMo turn
 texts, each made distinct), `diarist import`, `diarist sync --no-embed`, the real embedding
@@ -29,7 +35,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
-sys.path.insert(0, str(REPO))
+# --code DIR measures another checkout's code (a worktree of an older commit: "before")
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv else REPO
+sys.path.insert(0, str(CODE))
 
 
 def diarist_exe() -> list[str]:
@@ -40,8 +48,10 @@ def diarist_exe() -> list[str]:
 
 def run(home: Path, *args: str) -> float:
     started = time.perf_counter()
-    done = subprocess.run([*diarist_exe(), *args], env=dict(os.environ, DIARIST_HOME=str(home)),
-                          capture_output=True, text=True)
+    path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, DIARIST_HOME=str(home), PYTHONPATH=path)  # this checkout's code
+    done = subprocess.run([*diarist_exe(), *args], env=env, capture_output=True, text=True,
+                          cwd="/")  # not a checkout: `python -c` would import its code
     if done.returncode:
         raise SystemExit(f"diarist {' '.join(args)} failed: {done.stderr}")
     return time.perf_counter() - started
@@ -136,21 +146,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build the homes as DIR/<size> and keep them; reuse them if there")
+    parser.add_argument("--cold", type=int, default=5, help="cold `diarist recall` processes")
+    parser.add_argument("--code", type=Path, default=REPO,
+                        help="the checkout whose code is measured (default: this one)")
     args = parser.parse_args()
     questions = [json.loads(line)["query"]
                  for f in sorted(glob.glob(str(LOCOMO / "*.questions.jsonl")))
                  for line in open(f, encoding="utf-8")]
     random.Random(3).shuffle(questions)
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; code: {CODE};"
+          f" load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for size in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="diarist-latency-") as tmp:
-            home = Path(tmp) / "home"
-            transcript(Path(tmp) / "t.jsonl", size)
-            run(home, "import", str(Path(tmp) / "t.jsonl"))
-            sync_s = run(home, "sync", "--no-embed")
-            items = fill_random_vectors(home)
+            home = (args.keep / str(size)) if args.keep else Path(tmp) / "home"
+            ready = home / ".bench-ready"
+            if ready.exists():
+                sync_s, items = float("nan"), int(ready.read_text())
+            else:
+                transcript(Path(tmp) / "t.jsonl", size)
+                run(home, "import", str(Path(tmp) / "t.jsonl"))
+                sync_s = run(home, "sync", "--no-embed")
+                items = fill_random_vectors(home)
+                if args.keep:
+                    ready.write_text(str(items))
             times, _ = warm(home, questions[:args.queries])
-            cold = [run(home, "recall", q, "--json") for q in questions[:5]]
+            cold = [run(home, "recall", q, "--json") for q in questions[:args.cold]]
             idle = idle_refresh_ms(home)
             print(f"{size:>7} turns, {items} vectors: warm recall p50"
                   f" {percentile(times, 50):.1f} ms,"
@@ -158,7 +180,8 @@ def main() -> None:
                   f" cold `diarist recall` median {statistics.median(cold):.2f} s,"
                   f" max {max(cold):.2f} s;"
                   f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
-                  f" {statistics.median(idle):.2f} ms", flush=True)
+                  f" {statistics.median(idle):.2f} ms; load average"
+                  f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,22 +3,96 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, MutableMapping
+from types import ModuleType
 
 import click
 
 from events.home import UMASK
 
-from .chat import chat
 from .context import home_option
-from .eval_command import eval_cmd
-from .event_commands import backup, events, export, import_, redact
 from .logging_setup import setup_logging
-from .memory_commands import journal, memory, recall_cmd, remember
-from .model_command import serve_model
-from .night_commands import consolidate, dream, maintain, mine
 from .output import echo
-from .projection_commands import replay, status, sync
-from .worker_command import worker
+
+# Each command's module, imported only when that command runs (or when help lists them):
+# `diarist recall` then never imports the chat, the model server, eval or the workers'
+# tasks — a one-shot command's start-up is mostly imports (docs/benchmarks.md,
+# "Recall latency (issue 16)").
+COMMANDS = {
+    "import": "event_commands:import_", "export": "event_commands:export",
+    "sync": "projection_commands:sync", "replay": "projection_commands:replay",
+    "events": "event_commands:events", "status": "projection_commands:status",
+    "worker": "worker_command:worker", "recall": "memory_commands:recall_cmd",
+    "remember": "memory_commands:remember", "journal": "memory_commands:journal",
+    "memory": "memory_commands:memory", "chat": "chat:chat",
+    "serve-model": "model_command:serve_model", "mine": "night_commands:mine",
+    "dream": "night_commands:dream", "consolidate": "night_commands:consolidate",
+    "maintain": "night_commands:maintain", "eval": "eval_command:eval_cmd",
+    "redact": "event_commands:redact", "backup": "event_commands:backup",
+}
+
+
+def _module(name: str) -> ModuleType:
+    """One module of commands, imported when one of its commands is wanted (plain import
+    statements: tests/test_architecture.py sees them)."""
+    if name == "chat":
+        from . import chat
+        return chat
+    if name == "eval_command":
+        from . import eval_command
+        return eval_command
+    if name == "event_commands":
+        from . import event_commands
+        return event_commands
+    if name == "memory_commands":
+        from . import memory_commands
+        return memory_commands
+    if name == "model_command":
+        from . import model_command
+        return model_command
+    if name == "night_commands":
+        from . import night_commands
+        return night_commands
+    if name == "projection_commands":
+        from . import projection_commands
+        return projection_commands
+    if name == "worker_command":
+        from . import worker_command
+        return worker_command
+    raise KeyError(name)
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each imported from :data:`COMMANDS` on first use."""
+
+    def __init__(self, where: dict[str, str]) -> None:
+        self.where = dict(where)
+        self.loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.loaded:
+            module, _, attr = self.where[name].partition(":")
+            command = getattr(_module(module), attr)
+            if command.name != name:
+                raise RuntimeError(f"{self.where[name]} is `{command.name}`, not `{name}`")
+            self.loaded[name] = command
+        return self.loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self.where.pop(name, None)
+        self.loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self.where and name not in self.loaded:
+            raise KeyError(name)
+        self.where.pop(name, None)
+        self.loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self.where, *self.loaded]))
+
+    def __len__(self) -> int:
+        return len(set(self.where) | set(self.loaded))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,10 +108,7 @@ def cli(ctx: click.Context, log_json: bool, verbose: int) -> None:
     setup_logging(json_lines=log_json, verbose=verbose)
 
 
-for command in (import_, export, sync, replay, events, status, worker, recall_cmd, remember,
-                journal, memory, chat, serve_model, mine, dream, consolidate, maintain,
-                eval_cmd, redact, backup):
-    cli.add_command(command)
+cli.commands = LazyCommands(COMMANDS)
 
 
 def main() -> None:

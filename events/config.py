@@ -60,13 +60,14 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, cast
-
-import yaml
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ConfigError
 from .home import Home
 from .settings import setting
+
+if TYPE_CHECKING:  # pragma: no cover
+    import yaml
 
 REDIS_ENV = "DIARIST_REDIS_URL"
 
@@ -301,6 +302,8 @@ def load_config(home: Home) -> Config:
     path = home.config_file
     if not path.exists():
         return Config()
+    import yaml  # here: most homes have no config file, and a one-shot command starts faster
+
     try:
         raw = yaml.safe_load(_read_text(path))
     except yaml.YAMLError as exc:

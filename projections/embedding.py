@@ -20,12 +20,16 @@ import hashlib
 import json
 import os
 import sqlite3
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from events import DiaristError, Home
+from events.db import fsync_dir
 
+from .files import fsync_file
 from .vector_cache import ActiveModel, active_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,25 +117,115 @@ def model_checksum(model_file: Path, tokenizer_file: Path) -> str:
     return hashlib.sha256(manifest.encode()).hexdigest()
 
 
+# --- the prepared copy: what a cold process loads -------------------------------------------
+
+
+def prepared_files(model_file: Path) -> tuple[Path, Path, Path]:
+    """(graph, weights, manifest) of ``model-<variant>.onnx``'s prepared copy."""
+    stem = model_file.name.removesuffix(".onnx")
+    return (model_file.with_name(f"{stem}.prepared.onnx"),
+            model_file.with_name(f"{stem}.prepared.data"),
+            model_file.with_name(f"{stem}.prepared.json"))
+
+
+def _manifest(model_file: Path) -> dict[str, str]:
+    """What the prepared copy must match: the source file's sha256 and this onnxruntime (its
+    fused operators are its own)."""
+    import onnxruntime as ort
+
+    return {"source_sha256": cached_sha256(model_file), "onnxruntime": ort.__version__}
+
+
+def prepared_model(model_file: Path) -> Path | None:
+    """The prepared copy of ``model_file`` to load instead of it, or None when there is none
+    or it is not the copy of this file for this onnxruntime (then the file itself loads)."""
+    graph, weights, manifest = prepared_files(model_file)
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8"))
+        expected = {**_manifest(model_file), "graph_sha256": cached_sha256(graph),
+                    "weights_sha256": cached_sha256(weights)}
+    except (OSError, ValueError):
+        return None
+    return graph if recorded == expected else None
+
+
+def prepare_model(model_file: Path) -> bool:
+    """Write ``model_file``'s prepared copy unless it is there already (True when written).
+
+    The copy is what onnxruntime would otherwise build at every load: the graph optimised
+    (``ORT_ENABLE_EXTENDED``: the operator fusions, none specific to this CPU), saved with its
+    weights in a file of their own (``.prepared.data``), which onnxruntime reads without
+    parsing them out of the protobuf. Loading it took about half the CPU time of loading
+    the exported file (docs/benchmarks.md, "Recall latency (issue 16)"), and it gives the
+    same vectors bit for bit (tests/test_embedding.py). Written under temporary names,
+    fsynced and renamed, the manifest last; :func:`prepared_model` checks all of it."""
+    import onnxruntime as ort
+
+    if prepared_model(model_file) is not None:
+        return False
+    graph, weights, manifest = prepared_files(model_file)
+    with tempfile.TemporaryDirectory(prefix=".prepare-", dir=model_file.parent) as scratch_dir:
+        scratch = Path(scratch_dir)
+        options = session_options(ort)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(scratch / graph.name)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", weights.name)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        record = {**_manifest(model_file),  # (their checksums remembered beside them)
+                  "graph_sha256": cached_sha256(scratch / graph.name),
+                  "weights_sha256": cached_sha256(scratch / weights.name)}
+        (scratch / manifest.name).write_text(json.dumps(record, sort_keys=True),
+                                             encoding="utf-8")
+        for path in (weights, graph):
+            os.replace(_sidecar(scratch / path.name), _sidecar(path))
+        for name in (weights.name, graph.name, manifest.name):  # the manifest last
+            fsync_file(scratch / name)
+            os.replace(scratch / name, model_file.parent / name)
+    fsync_dir(model_file.parent)
+    return True
+
+
 # --- the embedder ---------------------------------------------------------------------------
+
+
+def session_options(ort: Any) -> Any:
+    """One thread per run, no thread pool: a query is one short batch, which a second
+    onnxruntime thread did not speed up but spun beside, taking the other core from whatever
+    else runs — with two threads a query took longer and more than twice the CPU
+    (docs/benchmarks.md, "Recall latency (issue 16)"). Bulk embedding runs several batches
+    at once instead (:meth:`OnnxEmbedder.embed`). The vectors are bit for bit the same."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    return options
 
 
 class OnnxEmbedder:
     """Embeds texts with an exported sentence-transformer: L2-normalised float32 vectors.
 
-    ``threads``: onnxruntime intra-op threads (default: every core). ``model_id`` names the
-    vectors in the embeddings cache; :func:`load_embedder` sets it to the active model's key.
+    ``threads``: batches embedded at once, each on one thread (default: every core).
+    ``model_id`` names the vectors in the embeddings cache; :func:`load_embedder` sets it to
+    the active model's key. ``session_file``: the file the session loads, when not
+    ``model_file`` itself — its prepared copy (:func:`prepare_model`).
     """
 
     def __init__(self, model_file: str | os.PathLike[str], tokenizer_file: str | os.PathLike[str],
                  threads: int | None = None, *, model_id: str | None = None,
-                 batch_size: int = 32, max_length: int = MAX_SEQ_LENGTH) -> None:
+                 batch_size: int = 32, max_length: int = MAX_SEQ_LENGTH,
+                 session_file: str | os.PathLike[str] | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.model_file = Path(model_file)
+        self.session_file = Path(session_file) if session_file else self.model_file
         self.tokenizer_file = Path(tokenizer_file)
         self.model_id = model_id or self.model_file.stem
+        self.threads = max(threads or os.cpu_count() or 1, 1)
         self.batch_size = batch_size
         self.max_length = max_length
         self.calls = 0  # texts embedded so far (tests and benchmarks read it)
@@ -140,12 +234,7 @@ class OnnxEmbedder:
         self.tokenizer.no_padding()  # we pad per length-sorted batch ourselves
         self.tokenizer.enable_truncation(max_length)
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(self.model_file), options,
+        self.session = ort.InferenceSession(str(self.session_file), session_options(ort),
                                             providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         unknown = set(self.inputs) - set(INPUT_NAMES)
@@ -165,8 +254,10 @@ class OnnxEmbedder:
         encodings = self.tokenizer.encode_batch(texts)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(lengths, kind="stable")  # similar lengths together: little padding
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start:start + self.batch_size]
+        batches = [order[start:start + self.batch_size]
+                   for start in range(0, len(order), self.batch_size)]
+
+        def run(chosen: np.ndarray) -> None:
             width = int(lengths[chosen].max())
             ids = np.zeros((len(chosen), width), dtype=np.int64)
             mask = np.zeros((len(chosen), width), dtype=np.int64)
@@ -180,6 +271,16 @@ class OnnxEmbedder:
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
             hidden = self.session.run(None, {name: feed[name] for name in self.inputs})[0]
             out[chosen] = _mean_pool_normalise(hidden, mask)
+
+        workers = min(self.threads, len(batches))
+        if workers <= 1:
+            for chosen in batches:
+                run(chosen)
+        else:  # one session runs several batches at once (onnxruntime allows it)
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers, thread_name_prefix="diarist-embed") as pool:
+                list(pool.map(run, batches))
         self.calls += len(texts)
         return out
 
@@ -207,6 +308,7 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 # Keyed by the recorded checksum (and threads), not by path: homes with the same model files
 # (eval builds one home per conversation) share one session, so a process holds one copy.
 _EMBEDDERS: dict[tuple[str, int | None], OnnxEmbedder] = {}
+_LOADING = threading.Lock()  # a query's thread and the caller's never load one model twice
 
 
 def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *,
@@ -228,15 +330,17 @@ def load_embedder(home: Home, active: ActiveModel, threads: int | None = None, *
                 f"{active.checksum[:16]}…",
                 hint="Run `diarist sync`: it exports the model again and records it.")
     cache_key = (active.checksum, threads)
-    if cache and cache_key in _EMBEDDERS:
-        return _EMBEDDERS[cache_key]
-    embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key)
-    if embedder.dimension != active.dimension:
-        raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional vectors, "
-                               f"the log recorded {active.dimension}")
-    if cache:
-        _EMBEDDERS[cache_key] = embedder
-    return embedder
+    with _LOADING:
+        if cache and cache_key in _EMBEDDERS:
+            return _EMBEDDERS[cache_key]
+        embedder = OnnxEmbedder(model_file, tokenizer_file, threads, model_id=active.key,
+                                session_file=prepared_model(model_file) if verify else None)
+        if embedder.dimension != active.dimension:
+            raise ModelUnavailable(f"{model_file} gives {embedder.dimension}-dimensional "
+                                   f"vectors, the log recorded {active.dimension}")
+        if cache:
+            _EMBEDDERS[cache_key] = embedder
+        return embedder
 
 
 def release_embedders() -> None:

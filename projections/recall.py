@@ -69,6 +69,8 @@ ESSAY_PASSAGES = 4
 class Semantic(Protocol):
     """Cosine search (see :mod:`projections.semantic`)."""
 
+    def prefetch(self, query: str) -> None: ...
+
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
     def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]: ...
@@ -262,13 +264,13 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
     return out
 
 
-
-
 def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semantic | None,
             now: dt.datetime) -> list[tuple[float, Hit]]:
     """Every candidate of either list with its fused score, weighted by freshness and (for
     memories) confidence; inactive memories left out; best first. The semantic half embeds
     the query without the speakers' names it holds (``named.query``)."""
+    if semantic is not None:
+        semantic.prefetch(named.query)  # embedded on another thread while FTS5 runs
     lexical = search(db, query, CANDIDATES, common=semantic is None)
     cosines: dict[str, float] = {}
     if semantic is not None:
@@ -330,7 +332,7 @@ def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
     if not ids:
         return set()
     rows = db.execute(f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(ids))})"
-                      " AND source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",
+                      " AND +source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",  # +: by id
                       [*ids, ESSAY_PASSAGES]).fetchall()
     return {r[0] for r in rows}
 

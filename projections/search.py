@@ -107,10 +107,10 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
         raise
     if expression is None:
         return []
-    where, args = "search_fts MATCH ?", [expression]
-    if sources:
-        where += f" AND i.source IN ({','.join('?' * len(sources))})"
-        args += list(sources)
+    if not sources:
+        return _best(db, expression, k)
+    where = f"search_fts MATCH ? AND i.source IN ({','.join('?' * len(sources))})"
+    args = [expression, *sources]
     try:
         rows = db.execute(
             "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
@@ -123,6 +123,34 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
         raise
     return [Hit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9])
             for r in rows]
+
+
+_COLUMNS = "i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type, i.content_hash"
+
+
+def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
+    """The ``k`` best matches in two steps: rank the index alone, then read the items of the
+    best ``k``. One joined query (the ``sources`` path) reads every column of every match
+    into its sorter before the LIMIT — the text of thousands of items at 100,000 — and took
+    twice as long (docs/benchmarks.md, "Recall latency (issue 16)"). Same order: the same
+    scan of the index feeds the same sort (ties in index order); every index row has its
+    item (:meth:`SearchProjector.check`)."""
+    try:
+        top = db.execute("SELECT rowid, -bm25(search_fts) FROM search_fts WHERE search_fts MATCH ?"
+                         " ORDER BY bm25(search_fts) LIMIT ?", (expression, k)).fetchall()
+        if not top:
+            return []
+        rows = db.execute(
+            f"SELECT i.rowid, {_COLUMNS} FROM search_items i JOIN search_fts f"
+            f" ON f.rowid = i.rowid WHERE i.rowid IN ({','.join('?' * len(top))})",
+            [rowid for rowid, _ in top]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    found = {r[0]: r for r in rows}
+    return [Hit(r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7], r[8], r[9], score)
+            for rowid, score in top if (r := found.get(rowid)) is not None]
 
 
 def items_by_key(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Hit]:

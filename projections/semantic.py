@@ -1,32 +1,84 @@
 """The semantic half of recall: embed the query with the active model, search the vectors."""
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from events import Home
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from .engine import ProjectionStore
+    from .vector_cache import ActiveModel
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """One thread for the process's query embeddings (made on first use)."""
+    global _POOL
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(1, thread_name_prefix="diarist-query")
+        return _POOL
+
+
+def _embed_query(home: Home, active: ActiveModel, query: str) -> Any | None:
+    from .embedding import ModelUnavailable, load_embedder
+
+    try:
+        embedder = load_embedder(home, active)
+    except ModelUnavailable:  # as active_embedder: recall is then lexical only
+        return None
+    return embedder.embed([query])[0]
 
 
 class SemanticSearch:
     """Cosine search for recall. The embedder loads on first use; the last query's vector
-    is kept, so ``nearest`` and ``cosines`` of one recall embed it once."""
+    is kept, so ``nearest`` and ``cosines`` of one recall embed it once. :meth:`prefetch`
+    embeds a query on another thread while the caller does something else."""
 
     def __init__(self, home: Home, store: ProjectionStore) -> None:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
+        self._pending: tuple[str, ActiveModel, Future[Any]] | None = None
+
+    def prefetch(self, query: str) -> None:
+        """Start embedding ``query`` (and loading the model, the first time) on another
+        thread: recall runs its lexical search meanwhile — onnxruntime and SQLite both let
+        go of the GIL, and a machine has two cores. The model is chosen here: the projection
+        database is only read on the caller's thread."""
+        from .vector_cache import active_model
+
+        if (not query.strip() or (self._last and self._last[0] == query)
+                or (self._pending and self._pending[0] == query)):
+            return
+        active = active_model(self.store)
+        if active is not None:
+            self._pending = (query, active, _pool().submit(_embed_query, self.home, active,
+                                                           query))
 
     def _vector(self, query: str) -> Any | None:
         from .embedding import active_embedder
+        from .vector_cache import active_model
 
         if self._last and self._last[0] == query:
             return self._last[1]
-        embedder = active_embedder(self.home, self.store)
-        if embedder is None or not query.strip():
-            return None
-        vector = embedder.embed([query])[0]
+        pending, self._pending = self._pending, None
+        if pending and pending[0] == query and pending[1] == active_model(self.store):
+            vector = pending[2].result()
+            if vector is None:
+                return None
+        else:
+            embedder = active_embedder(self.home, self.store)
+            if embedder is None or not query.strip():
+                return None
+            vector = embedder.embed([query])[0]
         self._last = (query, vector)
         return vector
 

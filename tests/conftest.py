@@ -152,13 +152,14 @@ def _no_embed_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 def exported_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """all-MiniLM-L6-v2 exported once per test session (fp32, int8, tokenizer.json): the
     folder that `var/models/all-MiniLM-L6-v2` of a home would be."""
-    from projections.embedding import BASE_MODEL, model_checksum
+    from projections.embedding import BASE_MODEL, model_checksum, prepare_model
     from workers.models.embedding import export_model
 
     target = tmp_path_factory.mktemp("models") / BASE_MODEL
     export_model(target)
     for variant in ("fp32", "int8"):  # write the checksum sidecars once, copied with the files
         model_checksum(target / f"model-{variant}.onnx", target / "tokenizer.json")
+    prepare_model(target / "model-fp32.onnx")  # as ensure_model does (copied with the files)
     return target
 
 

@@ -152,6 +152,27 @@ def test_structlog_is_imported_only_when_a_message_is_shown() -> None:
     assert loud.stdout.strip().endswith("True") and "import.done" in loud.stderr
 
 
+def test_recall_imports_only_what_it_runs() -> None:
+    """A one-shot `diarist recall` imports its own command's module only: not the chat, the
+    model server, eval, the night's commands or the worker, nor PyYAML when the home has
+    no config file, nor structlog and rich (nothing is logged at the default level)."""
+    probe = ("import sys; from cli.main import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "names = ('cli.chat', 'cli.eval_command', 'cli.model_command',"
+             " 'cli.night_commands', 'cli.worker_command', 'workers.chat', 'workers.tasks',"
+             " 'yaml', 'structlog', 'rich')\n"
+             "print(sorted(n for n in names if n in sys.modules))")
+    env = {**os.environ, "DIARIST_HOME": str(Path(tempfile.mkdtemp()) / "var")}
+    transcript = Path(tempfile.mkdtemp()) / "t.jsonl"
+    write_transcript(transcript, make_turns(2))
+    subprocess.run([sys.executable, "-c", probe, "import", str(transcript)], env=env,
+                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", probe, "recall", "turn", "--json"],
+                          capture_output=True, text=True, env=env)
+    assert done.stdout.strip().endswith("[]"), done.stdout + done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["query"] == "turn"
+
+
 def test_a_killed_verify_leaves_no_scratch_copy_behind(home: Home, tmp_path: Path) -> None:
     """`replay --verify` rebuilds into var/scratch/verify-*; kill -9 it there and the next
     verify removes the copy (and its own)."""

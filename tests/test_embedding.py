@@ -21,6 +21,8 @@ from projections.embedding import (
     load_embedder,
     model_checksum,
     model_files,
+    prepared_files,
+    prepared_model,
 )
 from workers.models import embedding as models
 from workers.models.embedding import ensure_model
@@ -252,3 +254,101 @@ def test_load_embedder_refuses_files_that_are_not_the_recorded_ones(model_home: 
     model_files(model_home, active.model)[0].unlink()
     with pytest.raises(ModelUnavailable, match="not in"):
         load_embedder(model_home, active, cache=False)
+
+
+# --- what a session loads ---------------------------------------------------------------------
+
+
+def test_ensure_model_prepares_a_copy_that_gives_the_same_vectors(model_home: Home,
+                                                                  log: EventLog) -> None:
+    """The chosen file's prepared copy (graph optimised, weights in a file of their own) is
+    written by ensure_model and loaded by load_embedder, and its vectors are the exported
+    file's bit for bit."""
+    model_file, tokenizer_file = model_files(model_home, "all-MiniLM-L6-v2-fp32")
+    for path in prepared_files(model_file):  # as in a home exported before prepared copies
+        path.unlink(missing_ok=True)
+    chosen = ensure_model(model_home, log).payload
+    graph, weights, _manifest = prepared_files(model_file)
+    assert prepared_model(model_file) == graph and weights.stat().st_size > 80_000_000
+    active = ActiveModel(chosen["model"], chosen["dimension"], chosen["checksum"])
+    loaded = load_embedder(model_home, active, cache=False)
+    assert loaded.session_file == graph and loaded.model_file == model_file
+    plain = OnnxEmbedder(model_file, tokenizer_file)
+    texts = SENTENCES + [f"{a} {b}" for a, b in zip(SENTENCES, reversed(SENTENCES), strict=True)]
+    assert np.array_equal(loaded.embed(texts), plain.embed(texts))
+    assert all(np.array_equal(loaded.embed_one(t), plain.embed_one(t)) for t in SENTENCES)
+
+
+def test_a_prepared_copy_that_does_not_match_is_not_loaded(model_home: Home,
+                                                           log: EventLog) -> None:
+    """A damaged prepared copy, or one another onnxruntime wrote, is passed over (the
+    exported file loads) and the next ensure_model writes it again."""
+    import json
+
+    chosen = ensure_model(model_home, log).payload
+    active = ActiveModel(chosen["model"], chosen["dimension"], chosen["checksum"])
+    model_file = model_files(model_home, active.model)[0]
+    graph, weights, manifest = prepared_files(model_file)
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert prepared_model(model_file) is None
+    assert load_embedder(model_home, active, cache=False).session_file == model_file
+    ensure_model(model_home, log)
+    assert prepared_model(model_file) == graph
+    record = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**record, "onnxruntime": "0.0.1"}), encoding="utf-8")
+    assert prepared_model(model_file) is None
+
+
+def test_batches_run_side_by_side_with_the_same_vectors(exported_model: Path) -> None:
+    """Each run is single-threaded (a query never spins a second core); bulk embedding runs
+    its batches on several threads at once, and the vectors do not change."""
+    alone = OnnxEmbedder(exported_model / "model-fp32.onnx", exported_model / "tokenizer.json",
+                         threads=1, batch_size=4)
+    together = OnnxEmbedder(exported_model / "model-fp32.onnx",
+                             exported_model / "tokenizer.json", threads=2, batch_size=4)
+    threads: set[str] = set()
+    run = together.session.run
+
+    def recording(*args: object, **kwargs: object) -> object:
+        threads.add(threading.current_thread().name)
+        return run(*args, **kwargs)  # type: ignore[arg-type]
+
+    together.session.run = recording  # type: ignore[method-assign]
+    assert np.array_equal(together.embed(SENTENCES), alone.embed(SENTENCES))
+    assert threads and threading.main_thread().name not in threads, threads
+    assert together.session.get_session_options().intra_op_num_threads == 1
+
+
+def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventLog) -> None:
+    """The query's embedding runs beside the lexical search (a thread of its own), and the
+    result is what the caller's thread would have computed."""
+    from events.types import UserTurn
+    from projections import open_store
+    from projections.embedding import active_embedder
+    from projections.recall import recall
+    from projections.semantic import semantic_searcher
+    from projections.vector_embed import embed_pending
+
+    log.append(UserTurn(session="s", text="we adopted a puppy named Biscuit"), stream="s")
+    ensure_model(model_home, log)
+    with open_store(model_home, log) as store:
+        store.catch_up_all()
+        embedder = active_embedder(model_home, store)
+        assert embedder is not None and embed_pending(store, embedder) == 1
+        threads: list[str] = []
+        embed = embedder.embed
+
+        def recording(texts: list[str]) -> np.ndarray:
+            threads.append(threading.current_thread().name)
+            return embed(texts)
+
+        embedder.embed = recording  # type: ignore[method-assign]
+        semantic = semantic_searcher(model_home, store)
+        assert semantic is not None
+        result = recall(store.db, "a new dog", 512, 10, semantic)
+        assert [i.content for i in result.items] == ["user: we adopted a puppy named Biscuit"]
+        assert len(threads) == 1 and threads[0].startswith("diarist-query"), threads
+        expected = embed(["a new dog"])[0]
+        assert np.array_equal(semantic._vector("a new dog"), expected)

@@ -22,6 +22,7 @@ from .conftest import (
     diarist_cmd,
     free_port,
     make_turns,
+    no_night,
     stop_process,
     subprocess_env,
     write_transcript,
@@ -109,6 +110,7 @@ def test_redis_url_from_env_selects_redis(home: Home, redis_url: str,
 
 def test_redis_from_config_and_a_real_worker(home: Home, redis_url: str, tmp_path: Path) -> None:
     home.config_file.write_text(f"queue:\n  redis_url: {redis_url}\n", encoding="utf-8")
+    no_night(home)  # between 02:00 and 08:00 the worker would mine the import: more events
     worker = subprocess.Popen(diarist_cmd() + ["worker"], env=subprocess_env(home),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
