@@ -45,7 +45,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .memory import SessionMemory
+from .memory import SessionMemory, first_note_cap
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -164,16 +164,19 @@ class ChatSession:
 
     def _note(self, text: str) -> Injection | None:
         """The memory note for a message, recorded as ``MemoryInjected``; None when there
-        is nothing new worth it, when notes are off, and for the first message of a session
-        that has a start block unless ``memory.first_note``: every token of a note is read
-        by the server after the message arrives, so the first reply would wait for it
+        is nothing new worth it or when notes are off. Every token of a note is read by the
+        server after the message arrives, so in a session with a start block (read ahead)
+        the first message's note is capped (:func:`workers.chat.memory.first_note_cap`) —
+        none without ``memory.first_note`` — lest the first reply wait for it
         (docs/benchmarks.md, "First token with memory")."""
         if not self.config.memory.turn_recall:
             return None
-        if self.injection is not None and not self.history \
-                and not self.config.memory.first_note:
-            return None  # first_note off: the first reply reads only what was read ahead
-        note = self.memory.note_for(text, self.memory_in_prompt())
+        cap = None
+        if self.injection is not None and not self.history:  # the first message
+            if not self.config.memory.first_note:
+                return None  # first_note off: the first reply reads only what was read ahead
+            cap = first_note_cap(text)
+        note = self.memory.note_for(text, self.memory_in_prompt(), cap)
         if not note.text:
             return None
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
