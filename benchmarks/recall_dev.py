@@ -115,23 +115,28 @@ def main() -> None:
     if dump:
         dump.close()
 
-    def line(name: str, group: list[dict[str, Any]]) -> str:
-        cells = []
-        for metric in ("top10", "b512", "b512all", "recency"):
-            values = [r[metric] for r in group if r[metric] is not None]
-            cells.append(f"{metric} {statistics.mean(values):.3f}" if values else f"{metric} -")
-        used = statistics.mean(r["used"] for r in group)
-        items = statistics.mean(r["items"] for r in group)
-        return f"{name:<28} n={len(group):<4} " + "  ".join(cells) + \
-            f"  used {used:.0f}  items {items:.1f}"
+    _print(rows)
+    print(f"({time.perf_counter() - started:.1f} s; k={k}; settings {args.settings or 'none'})")
 
-    print(line("all", rows))
+
+def _line(name: str, group: list[dict[str, Any]]) -> str:
+    cells = []
+    for metric in ("top10", "b512", "b512all", "recency"):
+        values = [r[metric] for r in group if r[metric] is not None]
+        cells.append(f"{metric} {statistics.mean(values):.3f}" if values else f"{metric} -")
+    used = statistics.mean(r["used"] for r in group)
+    items = statistics.mean(r["items"] for r in group)
+    return f"{name:<28} n={len(group):<4} " + "  ".join(cells) + \
+        f"  used {used:.0f}  items {items:.1f}"
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    print(_line("all", rows))
     by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_category[row["category"]].append(row)
     for category in sorted(by_category):
-        print(line(f"  {category}", by_category[category]))
-    print(f"({time.perf_counter() - started:.1f} s; k={k}; settings {args.settings or 'none'})")
+        print(_line(f"  {category}", by_category[category]))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ file (or key) means the default.
 ```yaml
 memory:
   budget_pct: 0.25          # share of the model's context window for injected memory
-  top_k: 10                 # scored items at most (after profile, project facts, MEMORY.md)
+  top_k: 16                 # scored items at most (after profile, project facts, MEMORY.md)
   inject_on_start: true     # inject memory when a chat session starts
   shadow_journal: false     # after each chat turn, ask the model for new facts (one more
                             # LLM call per turn: off by default, see docs/architecture.md)
@@ -86,7 +86,7 @@ class RollingSummaryConfig:
 @dataclass(frozen=True)
 class MemoryConfig:
     budget_pct: float = 0.25
-    top_k: int = 10
+    top_k: int = 16
     inject_on_start: bool = True
     # Off by default: on a Pi-class CPU the extra call costs seconds per turn and competes
     # with the chat for the one loaded model, so the next reply would wait for it.

@@ -52,6 +52,21 @@ def key_part(key: str) -> int | None:
     return int(number) if hash_ and number.isdigit() else None
 
 
+def embedding_text(source: str, content: str) -> str:
+    """What the semantic index embeds for an item: a turn's words without its ``Speaker: ``
+    prefix. With the name in it, every short turn of one speaker is near every question
+    that names them (MiniLM gives the name more weight than the words), and a question's
+    neighbours are its name's turns, not the turns that answer it: on the LoCoMo dev set,
+    cosine-only evidence recall@10 0.512 with the prefix, 0.621 without it and with the
+    speakers' names taken out of the question (:mod:`projections.speakers`); whose words
+    they are, recall weighs on its own."""
+    if source == TURN:
+        head, sep, rest = content.partition(": ")
+        if sep and rest.strip():
+            return rest
+    return content
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from events import clock
 from events.text import repaired
 
+from . import context
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states
@@ -26,16 +27,19 @@ from .recency import (
     LIFT_INTENTS,
     RELEVANT_SHARE,
     SAME_SUBJECT,
+    change_factors,
     recency_factors,
     superseded_factors,
     temporal_intent,
 )
 from .search import Hit, items_by_key, search
+from .speakers import Naming, chat_sessions, is_model, naming, speaker_factors, speaker_of
 from .tokens import estimate
+from .when import period_factors
 
 DEFAULT_BUDGET = 512          # tokens, when the model's context window is unknown
 CANDIDATES = 50               # depth of each ranked list before fusion
-COSINE_WEIGHT = 1.0           # fused score = BM25 / best BM25 of the query + COSINE_WEIGHT · cosine
+COSINE_WEIGHT = 3.0           # fused score = BM25 / best BM25 of the query + COSINE_WEIGHT · cosine
 LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the budget
 # The profile and project facts together take at most this share: mining can type hundreds
 # of memories project_fact, and the 1.5B model's 243 memories of the LoCoMo dev set, all
@@ -215,12 +219,14 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     filler = _Filler(budget)
     seen_hashes = _fixed_head(db, filler) if head else set()
     skip = set(exclude)
-    ranked = [(score, hit) for score, hit in _ranked(db, query, semantic, now)
+    named = naming(db, query)
+    ranked = [(score, hit) for score, hit in _ranked(db, query, named, semantic, now)
               if score >= min_score and hit.id not in skip
               and not (exclude_session and hit.session == exclude_session)]
+    ranked, replies = _voiced(db, named, ranked)
     if budget <= 0:
         ranked = _by_turn(ranked)
-    _pack(db, ranked, filler, seen_hashes, k)
+    _pack(db, ranked, replies, filler, seen_hashes, k)
     return RecallResult(query, budget, filler.used, filler.items)
 
 
@@ -256,19 +262,30 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
     return out
 
 
-def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
+
+
+def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semantic | None,
             now: dt.datetime) -> list[tuple[float, Hit]]:
     """Every candidate of either list with its fused score, weighted by freshness and (for
-    memories) confidence; inactive memories left out; best first."""
+    memories) confidence; inactive memories left out; best first. The semantic half embeds
+    the query without the speakers' names it holds (``named.query``)."""
     lexical = search(db, query, CANDIDATES, common=semantic is None)
     cosines: dict[str, float] = {}
     if semantic is not None:
-        cosines = dict(semantic.nearest(query, CANDIDATES))
+        cosines = dict(semantic.nearest(named.query, CANDIDATES))
         missing = [h.key for h in lexical if h.key not in cosines]
-        cosines.update(semantic.cosines(query, missing))
+        cosines.update(semantic.cosines(named.query, missing))
     fused = _fuse(lexical, cosines)
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
+    if context.CONTEXT_WEIGHT:
+        chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
+        fused, fresh = context.in_context(
+            db, fused, {key: (hit.id, speaker_of(hit.content)) for key, hit in hits.items()
+                        if hit.source == TURN},
+            (lambda keys: semantic.cosines(named.query, keys)) if semantic is not None else None,
+            COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats))
+        hits.update(items_by_key(db, list(fresh)))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
@@ -287,8 +304,14 @@ def _ranked(db: sqlite3.Connection, query: str, semantic: Semantic | None,
             weight *= confidence * relevancy
         ranked.append((score * weight, hit))
     intent = temporal_intent(query)
-    factors = recency_factors([hit.at for _, hit in ranked], intent)
-    ranked = [(score * factor, hit) for (score, hit), factor in zip(ranked, factors, strict=True)]
+    times = [hit.at for _, hit in ranked]
+    ranked = [(score * change, hit) for (score, hit), change in zip(
+        ranked, change_factors([hit.content for _, hit in ranked], [s for s, _ in ranked], intent),
+        strict=True)]
+    factors = recency_factors(times, intent, [score for score, _ in ranked])
+    dated = period_factors(query, times)
+    ranked = [(score * factor * date, hit)
+              for (score, hit), factor, date in zip(ranked, factors, dated, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
     if semantic is not None and intent in LIFT_INTENTS and len(ranked) > 1:
         ranked = _with_successors(db, ranked, semantic)
@@ -344,12 +367,32 @@ class _Turn:
     speaker: str
 
 
-def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], filler: _Filler,
-          seen_hashes: set[str], k: int) -> None:
+
+
+def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit]]
+            ) -> tuple[list[tuple[float, Hit]], dict[str, Hit]]:
+    """Whose words answer (:mod:`projections.speakers`): when the question names some of
+    the candidates' speakers, a turn by someone else keeps
+    :data:`~projections.speakers.OTHER_WEIGHT` of its score, and a hit is shown with its
+    reply only when the reply is a named speaker's (a question put to them, answered).
+    Returns the re-ranked hits and each turn hit's reply to show."""
+    replies = _replies(db, [hit for _, hit in ranked if hit.source == TURN])
+    speakers = [speaker_of(hit.content) if hit.source == TURN else "" for _, hit in ranked]
+    if not named.speakers or {s for s in speakers if s} <= named.speakers:
+        return ranked, replies
+    replies = {key: reply for key, reply in replies.items()
+               if speaker_of(reply.content) in named.speakers}
+    factors = speaker_factors(named.speakers, speakers)
+    voiced = [(score * f, hit) for (score, hit), f in zip(ranked, factors, strict=True)]
+    voiced.sort(key=lambda pair: (-pair[0], pair[1].key))
+    return voiced, replies
+
+
+def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: dict[str, Hit],
+          filler: _Filler, seen_hashes: set[str], k: int) -> None:
     """Add the ranked hits best first while they fit, at most ``k`` items. A passage next to
     one already shown from the same turn joins that item (one item, one ref, read in
-    order); a whole short turn comes with its reply when that is short too."""
-    replies = _replies(db, [hit for _, hit in ranked if hit.source == TURN])
+    order); a whole short turn comes with its reply (``replies``) when that is short too."""
     asked = (_asked(db, _model_replies(db, [hit for _, hit in ranked if hit.source == TURN]))
              if filler.budget <= 0 else {})
     turns: dict[str, _Turn] = {}
@@ -449,25 +492,10 @@ def _replies(db: sqlite3.Connection, turns: list[Hit]) -> dict[str, Hit]:
 # user said; the reply restates the topic and ranks higher); for LoCoMo, where both speakers
 # are people, pairing the second speaker's turns the same way cost 0.751 → 0.729, hence
 # only for models' replies.
-GENERIC_SPEAKERS = frozenset({"assistant", "ai", "model", "bot", "chatbot", "gpt", "system"})
-
-
 def _model_replies(db: sqlite3.Connection, hits: list[Hit]) -> list[Hit]:
-    """The turns that are a model's replies: in a diarist chat every turn not the user's
-    (the reply is recorded under the model's name), in an imported transcript a turn under
-    a generic name ("assistant") — not a named person's words."""
-    sessions = sorted({h.session for h in hits})
-    chats: set[str] = set()
-    if sessions:
-        try:
-            chats = {r[0] for r in db.execute(
-                "SELECT session FROM mining_sessions WHERE backend NOT IN ('', 'import')"
-                f" AND session IN ({','.join('?' * len(sessions))})", sessions)}
-        except sqlite3.OperationalError:  # no manifest table in this database
-            pass
-    speaker = {h.key: h.content.partition(": ")[0].strip().casefold() for h in hits}
-    return [h for h in hits if speaker[h.key] in GENERIC_SPEAKERS
-            or (h.session in chats and speaker[h.key] != "user")]
+    """The turns that are a model's replies (:func:`projections.speakers.is_model`)."""
+    chats = chat_sessions(db, [h.session for h in hits])
+    return [h for h in hits if is_model(speaker_of(h.content), h.session, chats)]
 
 
 def _asked(db: sqlite3.Connection, replies: list[Hit]) -> dict[str, Hit]:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from events import clock
 
-PRESENT_WEIGHT = 0.5   # share of its score the oldest candidate loses on a present question
+PRESENT_WEIGHT = 0.7   # share of its score the oldest candidate loses on a present question
 STATE_WEIGHT = 0.1     # the same on a present-tense state question ("Where does Ann live?")
 NEUTRAL_WEIGHT = 0.1   # the same on a question that says neither
 LIFT_INTENTS = ("present",)  # where the newer of two same-subject candidates is lifted
@@ -57,9 +57,44 @@ def temporal_intent(query: str) -> str:
     return "neutral"
 
 
-def recency_factors(times: Sequence[str], intent: str) -> list[float]:
+PRESENT_BAND = 0.3     # on a present question, candidates scoring this share of the best
+STATE_CHANGE_BOOST = 0.0
+CHANGE_BOOST = 1.0     # on a present question, a statement that announces a change gains this
+
+# How people say that something changed: "we moved to", "I switched to", "I've taken up …
+# instead", "I started a new job", "I handed in my notice", "no longer", "these days".
+# Words of change, not of any one subject; a statement with one of them, on a question
+# about what is true now, is likely the newer truth.
+_CHANGE = re.compile(
+    r"\b(?:moved|move[sd]? (?:to|in|out)|relocat\w*|switched|switch(?:ing)? to|started|"
+    r"starting|taken up|took up|take up|instead|no longer|not any ?more|anymore|"
+    r"these days|nowadays|now|new (?:job|place|home|flat|house|apartment|role|position)|"
+    r"hired|promoted|quit|handed in|resigned|changed|change[sd]? (?:to|my)|career change|"
+    r"renamed|became|become|gone off|from (?:now on|monday|next week|today)|"
+    r"got (?:a new|rid of)|sold my|bought a new|adopted|replaced)\b", re.IGNORECASE)
+
+
+def change_factors(contents: Sequence[str], scores: Sequence[float],
+                   intent: str) -> list[float]:
+    """On a question about the present, ``1 + CHANGE_BOOST`` for a statement that announces
+    a change (:data:`_CHANGE`) and answers the question (scores at least
+    :data:`PRESENT_BAND` of the best: a change of something else gains nothing), else 1.0."""
+    boost = {"present": CHANGE_BOOST, "state": STATE_CHANGE_BOOST}.get(intent, 0.0)
+    if not boost or not scores:
+        return [1.0] * len(contents)
+    floor = PRESENT_BAND * max(scores)
+    return [1.0 + boost if score >= floor and _CHANGE.search(c) else 1.0
+            for c, score in zip(contents, scores, strict=True)]
+
+
+def recency_factors(times: Sequence[str], intent: str,
+                    scores: Sequence[float] | None = None) -> list[float]:
     """A weight per candidate from its time (ISO, '' when unknown) relative to the others:
-    1.0 for the newest, ``1 - weight`` for the oldest, linear in between."""
+    1.0 for the newest, ``1 - weight`` for the oldest, linear in between. On a question
+    about the present (``present``, ``state``) only the candidates that answer it — those
+    scoring at least :data:`PRESENT_BAND` of the best (``scores``) — are compared and
+    weighed: between two statements that both answer "where does Ann live now?" the newer
+    wins, while a new remark that answers nothing gains nothing over an old one that does."""
     weight = {"present": PRESENT_WEIGHT, "state": STATE_WEIGHT,
               "neutral": NEUTRAL_WEIGHT}.get(intent, 0.0)
     stamps: list[float | None] = []
@@ -68,11 +103,16 @@ def recency_factors(times: Sequence[str], intent: str) -> list[float]:
             stamps.append(clock.from_iso(at).timestamp() if at else None)
         except ValueError:
             stamps.append(None)
-    known = [s for s in stamps if s is not None]
+    compared = [True] * len(times)
+    if intent in ("present", "state") and scores is not None and scores:
+        best = max(scores)
+        compared = [score >= PRESENT_BAND * best for score in scores]
+    known = [s for s, c in zip(stamps, compared, strict=True) if s is not None and c]
     if not weight or len(known) < 2 or max(known) == min(known):
         return [1.0] * len(times)
     newest, span = max(known), max(known) - min(known)
-    return [1.0 if s is None else 1.0 - weight * (newest - s) / span for s in stamps]
+    return [1.0 if s is None or not c else 1.0 - weight * (newest - s) / span
+            for s, c in zip(stamps, compared, strict=True)]
 
 
 SAME_SUBJECT = 0.55     # cosine between two candidates above which they speak of one thing

@@ -26,7 +26,7 @@ class TurnsProjector(Projector):
 
     name = "turns"
     handles = TURN_TYPES | {"MemoryForgotten"}
-    version = 2
+    version = 3  # 3: the speakers' names are indexed (recall looks names up)
 
     def create(self, db: sqlite3.Connection) -> None:
         db.execute(
@@ -35,6 +35,7 @@ class TurnsProjector(Projector):
             " role TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL,"
             " ref TEXT)"
         )
+        db.execute("CREATE INDEX IF NOT EXISTS turns_name ON turns (name COLLATE NOCASE)")
         db.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5("
             " text, name, content='turns', content_rowid='seq', tokenize='porter unicode61')"
@@ -125,3 +126,21 @@ def recent_user_text(db: sqlite3.Connection, *, turns: int = 3, excluding: str =
     except sqlite3.OperationalError:  # the projection does not exist yet
         return ""
     return "\n".join(reversed(texts))
+
+
+def speakers_starting(db: sqlite3.Connection, prefix: str, limit: int = 8) -> list[str]:
+    """The speakers' names that start with ``prefix`` (ASCII case ignored), at most
+    ``limit``: one index seek per name, however many turns each has."""
+    found: list[str] = []
+    bound, op = prefix, ">="
+    try:
+        while len(found) < limit:
+            row = db.execute(f"SELECT name FROM turns WHERE name {op} ? COLLATE NOCASE"
+                             " ORDER BY name COLLATE NOCASE LIMIT 1", (bound,)).fetchone()
+            if row is None or not row[0][:len(prefix)].lower() == prefix.lower():
+                break
+            found.append(row[0])
+            bound, op = row[0], ">"
+    except sqlite3.OperationalError:  # the projection does not exist yet
+        return []
+    return found

@@ -44,8 +44,21 @@ class ActiveModel:
         return model_key(self.model, self.checksum)
 
 
+# What texts the vectors are of (projections.items.embedding_text): "t2" = turns without their
+# speaker. Part of the model key, so vectors of an earlier scheme are never mixed in: they
+# are dropped when the vectors projection is rebuilt (VectorsProjector.create) and the
+# texts embedded again.
+TEXT_SCHEME = "t2"
+
+
 def model_key(model: str, checksum: str) -> str:
-    return f"{model}@{checksum[:16]}"
+    return f"{model}@{checksum[:16]}+{TEXT_SCHEME}"
+
+
+def drop_other_schemes(db: sqlite3.Connection) -> int:
+    """Delete the vectors of an earlier text scheme (no key of today names them)."""
+    return db.execute("DELETE FROM embeddings WHERE model NOT LIKE ?",
+                      (f"%+{TEXT_SCHEME}",)).rowcount
 
 
 def create_cache(db: sqlite3.Connection) -> None:

@@ -1,6 +1,7 @@
 """Embedding what is pending: every content that has items but no vector under the active
 model, with the text read from the search projection (the one place the items' text lives,
-so the vectors projection stores no text of its own and forgetting has one copy to scrub)."""
+so the vectors projection stores no text of its own and forgetting has one copy to scrub)
+— a turn's without its speaker (:func:`projections.items.embedding_text`)."""
 from __future__ import annotations
 
 import sqlite3
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from events.db import write_transaction
 
+from .items import embedding_text
 from .vector_cache import ActiveModel, active_model, bump, missing_table
 from .vector_matrix import refresh_vectors
 
@@ -36,7 +38,7 @@ def _texts(db: sqlite3.Connection, wanted: Sequence[tuple[str, str]]) -> dict[st
     keys = [key for _, key in wanted]
     try:
         rows = db.execute(
-            "SELECT s.content_hash, f.content FROM search_items s"
+            "SELECT s.content_hash, s.source, f.content FROM search_items s"
             " JOIN search_fts f ON f.rowid = s.rowid"
             f" WHERE s.key IN ({','.join('?' * len(keys))})", keys).fetchall()
     except sqlite3.OperationalError as exc:
@@ -44,7 +46,7 @@ def _texts(db: sqlite3.Connection, wanted: Sequence[tuple[str, str]]) -> dict[st
             return {}
         raise
     hashes = {h for h, _ in wanted}
-    return {h: text for h, text in rows if h in hashes}
+    return {h: embedding_text(source, text) for h, source, text in rows if h in hashes}
 
 
 def embed_pending(store: ProjectionStore, embedder: OnnxEmbedder, batch_size: int = 64, *,

@@ -21,12 +21,19 @@ from events import RecordedEvent
 
 from .item_index import ITEM_EVENTS, ItemIndexProjector
 from .items import Item
-from .vector_cache import active_key, active_model, bump, create_cache, forget_vectors
+from .vector_cache import (
+    active_key,
+    active_model,
+    bump,
+    create_cache,
+    drop_other_schemes,
+    forget_vectors,
+)
 
 
 class VectorsProjector(ItemIndexProjector):
     name = "vectors"
-    version = 2  # 2: long turns are indexed as passages
+    version = 3  # 2: long turns are indexed as passages; 3: turns embedded without speaker
     table = "vector_items"
     handles = ITEM_EVENTS | {"EmbeddingModelChosen"}
 
@@ -40,6 +47,7 @@ class VectorsProjector(ItemIndexProjector):
                    " id INTEGER PRIMARY KEY CHECK (id = 1), model TEXT NOT NULL,"
                    " dimension INTEGER NOT NULL, checksum TEXT NOT NULL, seq INTEGER NOT NULL)")
         create_cache(db)
+        drop_other_schemes(db)
         bump(db)  # the projection was (re)created: the matrix must be re-checked
 
     def drop(self, db: sqlite3.Connection) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from events import EventLog
 from events.transcript import import_file
+from projections.recency import temporal_intent
 from workers.eval.changed_facts import generate
 from workers.eval.dataset import write_layout
 from workers.eval.load import load_dataset
@@ -46,10 +47,10 @@ def test_changed_facts_point_at_newest_and_stale_at_older() -> None:
     times = {t["ref"]: t["at"] for c in data.conversations for t in c.turns}
     texts = {t["ref"]: t["text"] for c in data.conversations for t in c.turns}
     categories = {q.category for _, q in data.questions}
-    assert categories == {"single-fact", "changed-fact", "past-event"}
+    assert categories == {"single-fact", "changed-fact", "changed-state", "past-event"}
     for conv, q in data.questions:
         assert q.evidence and all(ref in times for ref in q.evidence + q.stale)
-        if q.category == "changed-fact":
+        if q.category in ("changed-fact", "changed-state"):
             assert q.stale, q
             assert all(times[s] < times[q.evidence[0]] for s in q.stale)
             assert q.answer in texts[q.evidence[0]]
@@ -57,6 +58,11 @@ def test_changed_facts_point_at_newest_and_stale_at_older() -> None:
         else:
             assert q.stale == ()
         assert conv.turns[-1]["at"] == q.at  # asked after the last session
+    # a changed fact is asked with a present cue, or (changed-state) without one
+    by_category = {c: [q.query for _, q in data.questions if q.category == c]
+                   for c in ("changed-fact", "changed-state")}
+    assert all(temporal_intent(query) == "present" for query in by_category["changed-fact"])
+    assert all(temporal_intent(query) == "state" for query in by_category["changed-state"])
     # some past-event questions are about a statement that a later one replaced
     stale_refs = {s for _, q in data.questions for s in q.stale}
     past = [q for _, q in data.questions if q.category == "past-event"]

@@ -171,5 +171,5 @@ def test_stratified_sample_is_seeded_and_keeps_category_shares() -> None:
     # in dataset order; every category kept even when it is small
     positions = [questions.index(pair) for pair in sample]
     assert positions == sorted(positions)
-    assert {q.category for _, q in stratified_sample(questions, 3, 0)} == set(shares)
+    assert {q.category for _, q in stratified_sample(questions, len(shares), 0)} == set(shares)
     assert len(stratified_sample(questions, 10_000, 0)) == len(questions)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from events import EventLog, Home
-from events.config import Config, MemoryConfig
+from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
 from projections.tokens import estimate
 from workers.chat.memory import NOTE_MIN_SCORE, NOTES_SHARE, START_SHARE, first_note_cap
-from workers.chat.session import ChatSession
+from workers.chat.session import ESTIMATE_SLACK, REPLY_ROOM, ChatSession
 from workers.llm import ChatReply, ScriptedBackend
 
 from .conftest import Stores, rules
@@ -87,6 +87,30 @@ def test_each_note_fits_what_the_budget_has_left(home: Home, stores: Stores,
                                 strict=True):
         note = message.content.split("\n\n", 1)[0]
         assert note.startswith("[memory note]") and estimate(note) == payload["injected_tokens"]
+
+
+def test_a_note_never_pushes_a_long_message_over_the_window(home: Home, stores: Stores,
+                                                            tmp_path: Path) -> None:
+    """A pasted message that nearly fills the window leaves a note no room: the note waits
+    instead of pushing the prompt over the window (a real server refuses such a request)."""
+    log, store = stores
+    log.append(Remembered(text="Ann keeps bees on the roof"), stream="memory")
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Hi."}))
+    config = Config(memory=MemoryConfig(inject_on_start=False,
+                                        rolling_summary=RollingSummaryConfig(keep_turns=0)))
+    session = ChatSession(home, log, store, backend, config, tools=False)
+    session.start()
+    paste = "where are my bees? " + "the roof hive log says all is well. " * 146
+    fits = (2048 - REPLY_ROOM) / ESTIMATE_SLACK  # what the prompt may take, by the estimate
+    assert fits - 10 < estimate(paste) + session.history_tokens() < fits
+    session.send(paste)
+    assert backend.requests[0][-1]["content"] == paste  # no note: it would not fit
+    assert not log.read(types=["MemoryInjected"], stream=session.id)
+    assert session.compress() is not None  # the paste summarised away: room again
+    session.send("where are my bees?")  # short: the note comes with it
+    last = [m for m in session.history if m.role == "user"][-1].content
+    assert last.startswith("[memory note]") and "Ann keeps bees" in last
 
 
 def mined(log: EventLog, *contents: str) -> None:

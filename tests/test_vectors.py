@@ -162,7 +162,7 @@ def test_embed_pending_in_batches_then_search_finds_the_nearest(store: Projectio
     model = fake(store)
     assert embed_pending(store, model, batch_size=2) == len(TEXTS)
     assert model.batches == [2, 2, 1]
-    assert sorted(model.texts) == sorted(f"user: {t}" for t in TEXTS)
+    assert sorted(model.texts) == sorted(TEXTS)  # a turn's words, without its speaker
     assert pending_count(store) == 0
 
     hits = vector_search(store, home, word_vector("puppy biscuit"), 2)

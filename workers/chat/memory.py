@@ -12,13 +12,15 @@ rewriting earlier prompt text.
 - **A note per message**: recall for the message itself; items not shown before in the
   session and scoring at least :data:`NOTE_MIN_SCORE` are attached to that user message as a
   short ``[memory note]`` — after the cached prefix, so the cache stays valid — within what
-  the budget has left. The memory in the prompt (the start block plus the notes of the
-  messages still in the history) never exceeds ``budget_pct`` of the window; a compression
-  that summarises old messages frees their notes' share. A note is read by the server after
-  its message arrives, so the first message's note — which the first reply waits for — is
-  capped (:func:`first_note_cap`): at most half of what the message itself makes the server
-  read, so the first token comes within 1.5x of the time without memory. A short first
-  message gets no note; what it most likely needs is in the start block, read ahead.
+  the budget has left and what the context window has free once the prompt, the message
+  and the reply are in (a long pasted message gets no note rather than an overflow). The
+  memory in the prompt (the start block plus the notes of the messages still in the
+  history) never exceeds ``budget_pct`` of the window; a compression that summarises old
+  messages frees their notes' share. A note is read by the server after its message
+  arrives, so the first message's note — which the first reply waits for — is capped
+  (:func:`first_note_cap`): at most half of what the message itself makes the server read,
+  so the first token comes within 1.5x of the time without memory. A short first message
+  gets no note; what it most likely needs is in the start block, read ahead.
 
 Small models rarely call memory tools well; the notes bring what a message needs without
 them. Each injection is recorded by the session as ``MemoryInjected``.
@@ -85,8 +87,9 @@ class SessionMemory:
 
     def note_for(self, text: str, in_prompt: int, cap: int | None = None) -> Injection:
         """A note for a message, within what the budget has left (``in_prompt``: the memory
-        tokens already in the prompt) and at most ``cap`` tokens. Empty when nothing new is
-        relevant enough."""
+        tokens already in the prompt) and at most ``cap`` tokens (the first message's cap,
+        the room the context window has free). Empty when nothing new is relevant enough
+        or there is no room."""
         room = self.budget - in_prompt if cap is None else min(cap, self.budget - in_prompt)
         if room < estimate(NOTE_HEADER) + MIN_ITEM_TOKENS:  # no item fits: no recall to wait for
             return Injection("", room, 0, [])

@@ -6,8 +6,13 @@ and some facts change from session to session: moving house, a new job, a new pe
 renamed, a changed preference or hobby. Questions:
 
 - ``single-fact``: a fact said once; evidence = that turn.
-- ``changed-fact``: what is true *now*; evidence = the newest statement, ``stale`` = the
-  older ones. Recency ranking should put the newest above every stale one.
+- ``changed-fact``: what is true *now*, asked with a present cue ("Which city does Maya
+  live in now?", "… these days?", "… most recently?"); evidence = the newest statement,
+  ``stale`` = the older ones. Recency ranking should put the newest above every stale one.
+- ``changed-state``: the same, asked as a plain present-tense question ("Where does Maya
+  live?", "What is Maya's favourite drink?") — a third of them. Such a question says
+  nothing of time, and most questions of that form (LoCoMo's) are about facts that never
+  changed, so recall weighs freshness for them only lightly: measured separately.
 - ``past-event``: "when did …" / "what … before …"; the answer is an OLD value, so its
   evidence is a statement that a later one replaced — recency work must not bury it.
 
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from .dataset import Conversation, Dataset, Question, turn
 
 ASSISTANT = "Assistant"
+STATE_SHARE = 1 / 3     # changed facts asked as a plain present-tense question
 TURN_SPACING = dt.timedelta(seconds=40)
 FIRST_DAY = dt.datetime(2024, 1, 8, tzinfo=dt.UTC)
 
@@ -40,7 +46,8 @@ class Attribute:
     values: tuple[str, ...]
     first: tuple[str, ...]
     change: tuple[str, ...]
-    now: str
+    now: tuple[str, ...]     # ways to ask what is true now, with a cue ("… now?")
+    state: tuple[str, ...]   # ... as a plain present-tense question ("Where does X live?")
     before: str
     when: str
     extra: tuple[str, ...] = ("",)
@@ -56,7 +63,8 @@ ATTRIBUTES = (
         ("Big news: we packed everything up and moved to {v} last weekend!",
          "I've relocated to {v} for good. The boxes are still everywhere.",
          "We finally made the move to {v}, the new place has a balcony."),
-        "Which city does {name} live in now?",
+        ("Which city does {name} live in now?", "Where is {name} living these days?"),
+        ("Where does {name} live?",),
         "Where did {name} live before moving to {new}?",
         "When did {name} move to {new}?"),
     Attribute(
@@ -68,7 +76,8 @@ ATTRIBUTES = (
         ("I started a new job this week, I'm a {v} now!",
          "I handed in my notice and from Monday I'm working as a {v}.",
          "Career change done: I got hired as a {v}."),
-        "What is {name}'s job now?",
+        ("What is {name}'s job now?", "What is {name}'s current job?"),
+        ("What does {name} do for a living?",),
         "What job did {name} have before becoming a {new}?",
         "When did {name} start working as a {new}?"),
     Attribute(
@@ -78,7 +87,9 @@ ATTRIBUTES = (
          "Our {extra}, {v}, chewed through a slipper again."),
         ("We brought home another animal, a {extra} named {v}!",
          "Say hello to {v}, the {extra} we adopted on Saturday."),
-        "What is the name of the newest pet {name} adopted?",
+        ("What is the name of the newest pet {name} adopted?",
+         "Which pet did {name} adopt most recently?"),
+        (),
         "Which pet did {name} have before adopting {new}?",
         "When did {name} adopt {new}?",
         ("rabbit", "tortoise", "parrot", "guinea pig")),
@@ -89,7 +100,8 @@ ATTRIBUTES = (
          "I have a {extra} named {v}, who sleeps all day."),
         ("We gave the {extra} a new name. Everyone calls him {v} now.",
          "The {extra} has been renamed {v}, the old name never stuck."),
-        "What is {name}'s {extra} called now?",
+        ("What is {name}'s {extra} called now?",),
+        ("What is the name of {name}'s {extra}?",),
         "What was {name}'s {extra} called before he was renamed {new}?",
         "When was {name}'s {extra} renamed {new}?",
         ("dog", "cat", "hamster")),
@@ -100,7 +112,8 @@ ATTRIBUTES = (
          "I can't start the day without a {v}."),
         ("I've gone off my old order; these days it's {v} for me.",
          "New habit: I switched to {v} and I'm not going back."),
-        "What does {name} like to drink these days?",
+        ("What does {name} like to drink these days?",),
+        ("What is {name}'s favourite drink?",),
         "What was {name}'s favourite drink before {new}?",
         "When did {name} switch to {new}?"),
     Attribute(
@@ -110,7 +123,8 @@ ATTRIBUTES = (
          "My main hobby is {v}, I do it twice a week."),
         ("I've taken up {v} instead, and I love it.",
          "Guess what I do on weekends now: {v}!"),
-        "Which hobby is {name} into now?",
+        ("Which hobby is {name} into now?", "What does {name} do for fun these days?"),
+        ("What is {name}'s hobby?",),
         "What hobby did {name} have before {new}?",
         "When did {name} take up {new}?"),
 )
@@ -211,8 +225,10 @@ def _changing(person: _Person, attribute: Attribute, days: list[dt.datetime]) ->
         statements.append(person.say(session, rng.choice(attribute.change).format(
             v=value, extra=extra)))
     fill = {"name": person.name, "extra": extra}
-    person.ask("changed-fact", attribute.now.format(**fill), values[-1],
-               [statements[-1]], statements[:-1])
+    plain = bool(attribute.state) and rng.random() < STATE_SHARE
+    person.ask("changed-state" if plain else "changed-fact",
+               rng.choice(attribute.state if plain else attribute.now).format(**fill),
+               values[-1], [statements[-1]], statements[:-1])
     person.ask("past-event", attribute.before.format(new=values[-1], **fill), values[-2],
                [statements[-2]])
     moved = rng.randrange(1, count)  # a change, possibly an old one

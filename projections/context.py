@@ -1,0 +1,142 @@
+"""A turn in its conversation: recall scores a turn with the turns around it.
+
+The words that answer a question are often not the words that match it: "How did Melanie
+feel watching the meteor shower?" is answered by "It was one of those moments where I felt
+tiny and in awe", said two turns after the meteor shower was named; "Which team did you
+sign with?" is answered by "The Minnesota Wolves!". So each candidate turn's score gains
+:data:`CONTEXT_WEIGHT` times the best score of its neighbours in the same session — the
+turn before and after it at full weight, two turns away at half — and a neighbour that was
+not a candidate joins the candidates that way (scored by its own cosine, which the vector
+cache gives exactly, plus its neighbours'). A turn cut into passages counts with its best
+passage; each passage gains its turn's context.
+
+On the LoCoMo dev set, ranking single turns (a harness over every turn of each home,
+BM25 / best + cosine as recall fuses them) — evidence recall within 512 tokens: no context
+0.698, the previous turn 0.727 (weight 0.2) → 0.744 (0.5), the better neighbour 0.756
+(0.5), two turns each way 0.766 (0.7). Pure: the same index and query give the same scores.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .speakers import speaker_of
+
+CONTEXT_WEIGHT = 0.35  # share of the best neighbour's score a turn gains
+REACH = 2              # turns looked at on each side
+FAR_WEIGHT = 0.5       # what a neighbour two turns away counts for, against one next to it
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    session: str
+    seq: int
+
+
+def candidate_turns(db: sqlite3.Connection, ids: list[str]) -> dict[str, Turn]:
+    """Where each turn id sits: its session and log position."""
+    unique = sorted(set(ids))
+    if not unique:
+        return {}
+    marks = ",".join("?" * len(unique))
+    rows = db.execute(f"SELECT id, session, MIN(seq) FROM search_items WHERE id IN ({marks})"
+                      " AND source = 'turn' GROUP BY id", unique).fetchall()
+    return {r[0]: Turn(r[0], r[1], r[2]) for r in rows}
+
+
+def neighbours(db: sqlite3.Connection, turn: Turn) -> list[tuple[str, float]]:
+    """The turns around ``turn`` in its session, each with the weight its score counts for
+    (1.0 next to it, :data:`FAR_WEIGHT` two away)."""
+    if not turn.session:
+        return []
+    before = db.execute(
+        "SELECT id FROM search_items WHERE session = ? AND source = 'turn' AND seq < ?"
+        " GROUP BY seq ORDER BY seq DESC LIMIT ?", (turn.session, turn.seq, REACH)).fetchall()
+    after = db.execute(
+        "SELECT id FROM search_items WHERE session = ? AND source = 'turn' AND seq > ?"
+        " GROUP BY seq ORDER BY seq LIMIT ?", (turn.session, turn.seq, REACH)).fetchall()
+    out = []
+    for side in (before, after):
+        for distance, (id_,) in enumerate(side):
+            out.append((id_, 1.0 if distance == 0 else FAR_WEIGHT))
+    return out
+
+
+def _among_people(near: list[tuple[str, float]], people: set[str]) -> list[tuple[str, float]]:
+    """The neighbours, when every one of them is a person's turn; none when a model's reply
+    is among them (in a chat with a model a person's messages stand on their own: each
+    asks something, and the reply around it restates the topic)."""
+    return near if all(n in people for n, _ in near) else []
+
+
+def context_scores(turn_scores: Mapping[str, float],
+                   around: Mapping[str, list[tuple[str, float]]]) -> dict[str, float]:
+    """Each turn's context: the best of its neighbours' scores, each times its weight."""
+    return {id_: max((turn_scores.get(n, 0.0) * w for n, w in near), default=0.0)
+            for id_, near in around.items()}
+
+
+def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str, str]]:
+    """The item keys of the given turns (a turn cut into passages has several), each with
+    its turn id, session and speaker."""
+    unique = sorted(ids)
+    if not unique:
+        return {}
+    rows = db.execute(
+        "SELECT i.key, i.id, i.session, f.content FROM search_items i"
+        " JOIN search_fts f ON f.rowid = i.rowid"
+        f" WHERE i.id IN ({','.join('?' * len(unique))}) AND i.source = 'turn'"
+        " ORDER BY i.key", unique).fetchall()
+    return {key: (id_, session, speaker_of(content)) for key, id_, session, content in rows}
+
+
+def in_context(db: sqlite3.Connection, own: Mapping[str, float],
+               turns: Mapping[str, tuple[str, str]],
+               cosines: Callable[[list[str]], dict[str, float]] | None,
+               cosine_weight: float, models: Callable[[str, str], bool]
+               ) -> tuple[dict[str, float], dict[str, str]]:
+    """Every candidate's score with its turn's context added, and the neighbours that join
+    the candidates. ``own``: fused score by item key; ``turns``: the turn id and speaker of
+    each candidate that is a turn (or a passage of one); ``cosines``: exact cosines of item keys
+    (None without vectors: a new neighbour then scores by its context alone). Returns the
+    scores by key (candidates and new neighbours) and the turn id of each new key.
+
+    Only people's turns give and gain context (``models(session, speaker)`` tells a
+    model's turn): a model's reply restates the topic of the message it answers, at
+    length, and would lift every turn around it. On the LongMemEval dev sample (a person's
+    chats with an assistant), context between all turns took top-10 evidence recall from
+    0.967 to 0.850; on LoCoMo (two people) it is what finds the answer said next to the
+    question."""
+    turn_of = {key: id_ for key, (id_, _) in turns.items()}
+    speaker = {id_: name for id_, name in turns.values()}
+    places = {id_: turn for id_, turn in candidate_turns(db, sorted(set(turn_of.values()))).items()
+              if not models(turn.session, speaker.get(id_, ""))}
+    around = {id_: neighbours(db, turn) for id_, turn in places.items()}
+    nearby = turn_items(db, {n for near in around.values() for n, _ in near} - set(places))
+    models_near = {id_ for id_, session, name in nearby.values() if models(session, name)}
+    people = set(places) | ({id_ for id_, _, _ in nearby.values()} - models_near)
+    around = {id_: _among_people(near, people) for id_, near in around.items()}
+    fresh_ids = {n for near in around.values() for n, _ in near} - set(places)
+    fresh_turn = {key: id_ for key, (id_, _, _) in nearby.items() if id_ in fresh_ids}
+    fresh_keys = list(fresh_turn)
+    found = cosines(fresh_keys) if cosines is not None and fresh_keys else {}
+    scores = dict(own)
+    for key in fresh_keys:
+        scores[key] = cosine_weight * found.get(key, 0.0)
+    turn_score: dict[str, float] = {}
+    for key, score in scores.items():
+        id_ = turn_of.get(key) or fresh_turn.get(key)
+        if id_ in people:
+            turn_score[id_] = max(turn_score.get(id_, 0.0), score)
+    context = context_scores(turn_score, around)
+    for id_, near in around.items():   # a new neighbour's context: the candidates around it
+        for n, weight in near:
+            if n in fresh_ids:
+                context[n] = max(context.get(n, 0.0), turn_score.get(id_, 0.0) * weight)
+    for key in list(scores):
+        id_ = turn_of.get(key) or fresh_turn.get(key)
+        if id_ is not None and id_ in context:
+            scores[key] += CONTEXT_WEIGHT * context[id_]
+    return scores, fresh_turn

@@ -1,0 +1,121 @@
+"""When a question is about: the dates it names.
+
+"What did Nate play at the convention on 9 October, 2022?", "What did Nate share in
+November 2022?", "What did I cook in March?" name a time, and what was said then is what
+answers: recall keeps the full score of items said within the named period (or shortly
+after it: one tells of a day in the days that follow) and lowers the rest to
+:data:`OUTSIDE_WEIGHT`. A question that names no date is not affected, nor one whose
+period holds every candidate.
+
+Recognised: a day ("9 October 2022", "October 9, 2022", "Oct 9th", "2022-10-09", a day
+and month without a year), a month ("November 2022", "in June"), a year ("in 2023").
+Relative expressions ("last week", "yesterday") are not: they are relative to when the
+question is asked, which recall does not know. Pure: no clock.
+"""
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+OUTSIDE_WEIGHT = 0.4             # what an item said outside the named period keeps
+DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
+MONTH_AFTER = dt.timedelta(days=7)
+
+_MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
+_MONTHS |= {name.lower(): n for n, name in enumerate(calendar.month_abbr) if name}
+_MONTHS["sept"] = 9
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_PATTERNS = [
+    re.compile(r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b"),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s*{_YEAR}?\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s*{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:in|during|of|since|by)\s+{_MONTH}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:in|during|of)\s+{_YEAR}\b", re.IGNORECASE),
+]
+
+
+@dataclass(frozen=True)
+class Period:
+    """A span of dates; ``year`` None: that month (or day) of any year."""
+
+    start: tuple[int, int]      # (month, day)
+    end: tuple[int, int]
+    year: int | None
+    after: dt.timedelta
+
+    def holds(self, when: dt.date) -> bool:
+        years = [self.year] if self.year is not None else [when.year, when.year - 1]
+        for year in years:
+            try:
+                first = dt.date(year, *self.start)
+                last = dt.date(year, *self.end) + self.after
+            except ValueError:
+                continue
+            if first <= when <= last:
+                return True
+        return False
+
+
+def _month_end(month: int) -> int:
+    return calendar.monthrange(2024, month)[1]  # a leap year: 29 February exists
+
+
+def periods(query: str) -> list[Period]:
+    """The periods ``query`` names (empty when it names none)."""
+    found: list[Period] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _PATTERNS:
+        for match in pattern.finditer(query):
+            if any(a < match.end() and match.start() < b for a, b in taken):
+                continue
+            period = _period(match)
+            if period is not None:
+                found.append(period)
+                taken.append(match.span())
+    return found
+
+
+def _period(match: re.Match[str]) -> Period | None:
+    groups = match.groupdict()
+    if groups.get("iso"):
+        try:
+            date = dt.date.fromisoformat(groups["iso"])
+        except ValueError:
+            return None
+        return Period((date.month, date.day), (date.month, date.day), date.year, DAY_AFTER)
+    month_name = (groups.get("month") or "").lower()
+    year = int(groups["year"]) if groups.get("year") else None
+    if not month_name:
+        return Period((1, 1), (12, 31), year, MONTH_AFTER) if year else None
+    month = _MONTHS[month_name]
+    day = int(groups["day"]) if groups.get("day") else None
+    if day is not None:
+        if not 1 <= day <= _month_end(month):
+            return None
+        return Period((month, day), (month, day), year, DAY_AFTER)
+    return Period((month, 1), (month, _month_end(month)), year, MONTH_AFTER)
+
+
+def period_factors(query: str, times: Sequence[str]) -> list[float]:
+    """A weight per candidate from its time (ISO; '' unknown): 1.0 within a period the query
+    names, :data:`OUTSIDE_WEIGHT` outside; all 1.0 when it names none or when no candidate
+    (or every candidate) lies within."""
+    named = periods(query)
+    if not named:
+        return [1.0] * len(times)
+    inside = []
+    for at in times:
+        try:
+            when = dt.date.fromisoformat(at[:10]) if at else None
+        except ValueError:
+            when = None
+        inside.append(when is None or any(p.holds(when) for p in named))
+    if all(inside) or not any(inside):
+        return [1.0] * len(times)
+    return [1.0 if within else OUTSIDE_WEIGHT for within in inside]

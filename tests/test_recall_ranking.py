@@ -1,0 +1,231 @@
+"""Recall's ranking (issue 16): whose words answer (speakers), the turns around a turn
+(context), the dates a question names (when), what is true now (recency on planted
+changes), and the semantic half embedding a turn's words without its speaker."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from events import EventLog, Home
+from events.types import AssistantTurn, SessionStarted, UserTurn
+from projections import ProjectionStore, open_store
+from projections.context import CONTEXT_WEIGHT, in_context
+from projections.items import TURN, embedding_text
+from projections.recall import recall
+from projections.recency import change_factors, recency_factors, temporal_intent
+from projections.speakers import naming, speaker_factors
+from projections.when import OUTSIDE_WEIGHT, period_factors, periods
+
+T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def say(log: EventLog, session: str, who: str, text: str, ref: str, day: int,
+        role: str = "user") -> None:
+    turn = UserTurn if role == "user" else AssistantTurn
+    log.append(turn(session=session, text=text, name=who), stream=session, ref=ref,
+               occurred_at=T0 + dt.timedelta(days=day))
+
+
+def two_friends(log: EventLog) -> None:
+    """A LoCoMo-like chat: two named people, several sessions weeks apart."""
+    lines = [
+        ("s1", "Tim", "Hey John! How was the game last night?", 0),
+        ("s1", "John", "Hey Tim! We played a great game and won, I scored twenty points.", 0),
+        ("s1", "Tim", "Which team did you sign with in the end?", 0),
+        ("s1", "John", "The Minnesota Wolves! Can't wait for the season.", 0),
+        ("s1", "Tim", "Tim here: I support the Lakers, always have.", 0),
+        ("s2", "John", "I went hiking near the lake on Saturday.", 40),
+        ("s2", "Tim", "John, the lake sounds lovely. I read a fantasy novel all weekend.", 40),
+        ("s3", "John", "I visited a convention and played a board game called Catan.", 161),
+        ("s3", "Tim", "A board game convention? I played chess at the library.", 161),
+    ]
+    for n, (session, who, text, day) in enumerate(lines):
+        say(log, session, who, text, f"c:{n}", day)
+
+
+# --- whose words: speakers -----------------------------------------------------------------
+
+def test_the_speaker_a_question_names_is_found_in_the_home_and_left_out_of_its_embedding(
+        log: EventLog, store: ProjectionStore) -> None:
+    two_friends(log)
+    store.catch_up_all()
+    named = naming(store.db, "What did John's team win?")
+    assert named.speakers == {"John"} and named.query == "What did team win?"
+    assert naming(store.db, "What is Jo's hobby?").speakers == {"John"}  # a capitalised start
+    assert naming(store.db, "Jo, what is the time?").speakers == set()  # not the first word
+    assert naming(store.db, "What did they say?").speakers == set()
+    assert speaker_factors({"John"}, ["John", "Tim", ""]) == [1.0, pytest.approx(0.7), 1.0]
+    assert speaker_factors({"John", "Tim"}, ["John", "Tim"]) == [1.0, 1.0]  # both: no choice
+
+
+def test_a_question_about_someone_ranks_their_own_words_first(
+        log: EventLog, store: ProjectionStore) -> None:
+    """'the lake' is said by both; the question is about John, so John's turn comes first,
+    not Tim's turn that names him."""
+    two_friends(log)
+    store.catch_up_all()
+    items = recall(store.db, "Where did John go hiking near the lake?", budget=0, k=3).items
+    assert items[0].refs[0] == "c:5"
+
+
+def test_a_question_put_to_the_named_speaker_comes_with_their_answer_and_nothing_else(
+        log: EventLog, store: ProjectionStore) -> None:
+    two_friends(log)
+    store.catch_up_all()
+    result = recall(store.db, "Which team did John sign with?", budget=512, k=5)
+    first = result.items[0]
+    assert first.refs == ["c:2", "c:3"] and "Minnesota Wolves" in first.content
+    # a hit by the named speaker is not shown with the other's reply
+    john = next(i for i in result.items if i.refs[0] == "c:1")
+    assert john.refs == ["c:1"]
+
+
+# --- the turns around a turn: context --------------------------------------------------------
+
+def test_a_turn_next_to_a_matching_one_joins_with_its_context(
+        log: EventLog, store: ProjectionStore) -> None:
+    two_friends(log)
+    store.catch_up_all()
+    rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), key FROM search_items"))
+    asked = rows["c:2"]   # "Which team did you sign with in the end?"
+    turns = {asked: (asked.split(":")[1], "Tim")}
+    scores, fresh = in_context(store.db, {asked: 1.0}, turns, None, 3.0,
+                               lambda session, speaker: False)
+    answer = rows["c:3"]
+    assert answer in fresh and scores[answer] == pytest.approx(CONTEXT_WEIGHT * 1.0)
+    assert scores[rows["c:1"]] == pytest.approx(CONTEXT_WEIGHT * 1.0)   # the turn before
+    assert scores[rows["c:0"]] == pytest.approx(CONTEXT_WEIGHT * 0.5)   # two turns away
+    assert rows["c:5"] not in scores                                    # another session
+    assert scores[asked] == pytest.approx(1.0)  # its neighbours scored nothing of their own
+
+
+def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore) -> None:
+    """In a chat with a model a person's messages stand on their own."""
+    say(log, "c", "user", "I bought a road bike last week.", "u:0", 0)
+    say(log, "c", "assistant", "Nice! Road bikes are great for fitness.", "u:1", 0, "assistant")
+    say(log, "c", "user", "Which saddle should I get?", "u:2", 0)
+    store.catch_up_all()
+    rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), key FROM search_items"))
+    asked = rows["u:2"]
+    scores, fresh = in_context(store.db, {asked: 1.0}, {asked: (asked.split(":")[1], "user")},
+                               None, 3.0, lambda session, speaker: speaker == "assistant")
+    assert fresh == {} and scores == {asked: 1.0}
+
+
+# --- the dates a question names ---------------------------------------------------------------
+
+def test_dates_in_a_question() -> None:
+    (day,) = periods("What did Nate play at the convention on 9 October, 2022?")
+    assert (day.start, day.year) == ((10, 9), 2022)
+    (month,) = periods("What did Nate share in November 2022?")
+    assert (month.start, month.end, month.year) == ((11, 1), (11, 30), 2022)
+    (bare,) = periods("When did Melanie go camping in June?")
+    assert bare.year is None and bare.holds(dt.date(2021, 6, 30))
+    assert periods("What may I do?") == [] and periods("When did Ann move?") == []
+    assert day.holds(dt.date(2022, 10, 15)) and not day.holds(dt.date(2022, 10, 17))
+    times = ["2022-10-09T10:00:00Z", "2022-03-01T10:00:00Z", ""]
+    assert period_factors("on 9 October 2022?", times) == [1.0, OUTSIDE_WEIGHT, 1.0]
+    assert period_factors("no date here", times) == [1.0, 1.0, 1.0]
+
+
+def test_a_question_naming_a_date_ranks_what_was_said_then_first(
+        log: EventLog, store: ProjectionStore) -> None:
+    two_friends(log)
+    store.catch_up_all()
+    # John plays a game on 1 May (s1) and on 9 October (s3): the date decides
+    items = recall(store.db, "What game did John play on 9 October, 2023?", budget=0, k=2).items
+    assert items[0].refs[0] == "c:7"
+    items = recall(store.db, "What game did John play on 1 May 2023?", budget=0, k=2).items
+    assert items[0].refs[0] == "c:1"
+
+
+# --- what is true now ----------------------------------------------------------------------------
+
+def test_recency_weighs_only_the_candidates_that_answer() -> None:
+    times = ["2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z", "2024-09-01T00:00:00Z"]
+    factors = recency_factors(times, "present", [1.0, 0.8, 0.1])
+    assert factors[0] < factors[1] == 1.0   # the newer of the two that answer wins
+    assert factors[2] == 1.0                # the newest remark answers nothing: no lift
+    assert recency_factors(times, "past", [1.0, 0.8, 0.1]) == [1.0, 1.0, 1.0]
+    boost = change_factors(["I live in Leeds.", "We moved to York.", "We moved the sofa."],
+                           [1.0, 0.6, 0.1], "present")
+    assert boost[0] == 1.0 and boost[1] > 1.0 and boost[2] == 1.0
+    assert temporal_intent("Where does Ann live now?") == "present"
+    assert temporal_intent("Where did Ann live before York?") == "past"
+
+
+@pytest.fixture
+def vector_store(model_home: Home) -> tuple[EventLog, ProjectionStore]:
+    from workers.models.embedding import ensure_model
+
+    log = EventLog(model_home.events_db)
+    ensure_model(model_home, log)
+    store = open_store(model_home, log).__enter__()
+    yield log, store  # type: ignore[misc]
+    store.close()
+    log.close()
+
+
+def embed(model_home: Home, store: ProjectionStore) -> object:
+    from projections.embedding import active_embedder
+    from projections.semantic import semantic_searcher
+    from projections.vector_embed import embed_pending
+
+    store.catch_up_all()
+    embedder = active_embedder(model_home, store)
+    assert embedder is not None
+    embed_pending(store, embedder)
+    return semantic_searcher(model_home, store)
+
+
+def test_planted_changes_the_newest_statement_ranks_first(
+        model_home: Home, vector_store: tuple[EventLog, ProjectionStore]) -> None:
+    log, store = vector_store
+    chat = [
+        (0, "Maya", "I live in Bristol, a short walk from the harbour."),
+        (0, "Maya", "My favourite drink is oat flat white, every morning."),
+        (30, "Maya", "The bus was late again today."),
+        (60, "Maya", "Big news: we packed everything up and moved to Plymouth!"),
+        (90, "Maya", "New habit: I switched to green tea and I'm not going back."),
+        (120, "Maya", "It rained the whole morning here."),
+        (121, "Maya", "I need a name for my new houseplant."),
+    ]
+    for n, (day, who, text) in enumerate(chat):
+        say(log, f"s{day}", who, text, f"m:{n}", day)
+    semantic = embed(model_home, store)
+    for question, new, old in (("Which city does Maya live in now?", "m:3", "m:0"),
+                               ("What does Maya like to drink these days?", "m:4", "m:1")):
+        refs = [i.refs[0] for i in recall(store.db, question, 0, 10, semantic).items]
+        assert new in refs and refs.index(new) < refs.index(old), (question, refs)
+    # a question about the past is not weighed by recency: the old statement stays up
+    # (second only to the one that names Plymouth, as without any recency weight)
+    refs = [i.refs[0] for i in recall(store.db, "Where did Maya live before Plymouth?", 0, 10,
+                                      semantic).items]
+    assert refs[:2] == ["m:3", "m:0"], refs
+
+
+def test_a_turn_is_embedded_without_its_speaker(
+        model_home: Home, vector_store: tuple[EventLog, ProjectionStore]) -> None:
+    import numpy as np
+
+    from projections.embedding import active_embedder
+    from projections.vector_cache import active_model, cached_vectors
+
+    log, store = vector_store
+    log.append(SessionStarted(session="s", backend="import", model="", context_window=0),
+               stream="s")
+    say(log, "s", "Caroline", "I went to a support group yesterday.", "x:1", 0)
+    embed(model_home, store)
+    (key, content_hash, content) = store.db.execute(
+        "SELECT i.key, i.content_hash, f.content FROM search_items i"
+        " JOIN search_fts f ON f.rowid = i.rowid").fetchone()
+    assert content == "Caroline: I went to a support group yesterday."
+    assert embedding_text(TURN, content) == "I went to a support group yesterday."
+    active = active_model(store)
+    assert active is not None
+    cached = cached_vectors(store.db, active, [content_hash])[content_hash]
+    embedder = active_embedder(model_home, store)
+    assert embedder is not None
+    bare, named = embedder.embed(["I went to a support group yesterday.", content])
+    assert float(np.dot(cached, bare)) > 0.999 > float(np.dot(cached, named))
