@@ -12,8 +12,9 @@ memory:
                             # LLM call per turn: off by default, see docs/architecture.md)
   tools: true               # let the chat model call remember / memory_search / memory_get
   turn_recall: true         # recall for each message; attach what is new as a memory note
-  first_note: true          # ... the first message too (false: its reply waits for nothing
-                            # but reads only the start block, read ahead while you type)
+  first_note: true          # ... the first message too, capped at half the message's own
+                            # size so its reply waits for little (a short one gets none);
+                            # false: never
   rolling_summary:
     enabled: true
     warn_at_pct: 0.80       # compress older turns when history reaches this share

@@ -15,7 +15,7 @@ window, 512 tokens when the window is unknown.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
@@ -63,15 +63,22 @@ class Injection:
 
 
 def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
-                    semantic: Semantic | None = None) -> Injection:
+                    semantic: Semantic | None = None,
+                    pinned: Sequence[RecallItem] = ()) -> Injection:
     """Recall for ``query`` and render it, never over ``budget`` tokens: recall runs with
     room left for the headers, and trailing items are dropped until the rendered block
-    fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md)."""
+    fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md).
+    ``pinned`` items (a chat's recent notes) are rendered first in their section and kept
+    before any scored item, which never repeats them; the caller keeps them within the
+    budget."""
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
-    result: RecallResult = recall(db, query, max(budget - overhead, 0), k, semantic)
-    return _fitted(list(result.items), budget, render_block)
+    room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
+    result: RecallResult = recall(db, query, room, k, semantic,
+                                  exclude={i.id for i in pinned})
+    # rendered by section, the pinned first in theirs; trailing (scored) items go first
+    return _fitted([*pinned, *result.items], budget, render_block)
 
 
 NOTE_HEADER = "[memory note]"

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from cli.main import cli
 from events import EventLog, Home
 from events.config import Config, MemoryConfig, RollingSummaryConfig
-from events.types import ProfileSet, Remembered
+from events.log import NewEvent
+from events.types import MemoriesMined, ProfileSet, Remembered
 from workers.chat.session import COMPRESSED_PREFIX, ChatSession
 from workers.llm import ContextLengthExceeded, ScriptedBackend
 
@@ -24,27 +25,37 @@ def test_a_session_records_every_event(home: Home, stores: Stores, tmp_path: Pat
     log, store = stores
     log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
     log.append(Remembered(text="Ann keeps bees"), stream="memory")
+    mined = MemoriesMined(session="old", memories=[
+        {"id": "hives", "type": "user_preference", "content": "Ann's hives stand behind the shed"}])
+    log.append_many([NewEvent(stream="memory", data=mined)])
     store.catch_up_all()
-    backend = ScriptedBackend(rules(tmp_path, {"match": "bees", "reply": "Your bees are fine."}))
+    backend = ScriptedBackend(rules(tmp_path, {"match": "bees", "reply": "Your bees are fine."},
+                                    {"match": "hives", "reply": "Behind the shed."}))
     session = ChatSession(home, log, store, backend, config())
     session.start()
     tokens: list[str] = []
     reply = session.send("how are my bees?", on_token=tokens.append)
+    session.send("and where are my hives?")
     session.end()
     assert reply.text == "Your bees are fine." and "".join(tokens) == "Your bees are fine."
     events = log.read(stream=session.id)
-    assert [e.type for e in events] == ["SessionStarted", "MemoryInjected", "MemoryInjected",
-                                        "UserTurn", "AssistantTurn", "SessionEnded"]
-    start, note = events[1].payload, events[2].payload
+    assert [e.type for e in events] == ["SessionStarted", "MemoryInjected", "UserTurn",
+                                        "AssistantTurn", "MemoryInjected", "UserTurn",
+                                        "AssistantTurn", "SessionEnded"]
+    start, note = events[1].payload, events[4].payload
     assert (start["kind"], note["kind"]) == ("start", "turn")
     assert start["injected_tokens"] <= start["budget_tokens"] == session.budget
     assert (note["memory_tokens"] == start["injected_tokens"] + note["injected_tokens"]
             <= session.budget)
-    system, user = session.messages()[0]["content"], session.messages()[1]["content"]
-    assert "- name: Ann" in system  # the profile: in the start block, the system prompt
-    assert "Ann keeps bees" in user and user.endswith("how are my bees?")  # a note for it
-    assert events[3].payload["text"] == "how are my bees?"  # the log keeps the user's words
-    assert events[4].payload["reply_tokens"] and events[5].payload["turns"] == 1
+    messages = [m["content"] for m in session.messages()]
+    assert "- name: Ann" in messages[0]  # the profile: in the start block, the system prompt
+    assert "Ann keeps bees" in messages[0]  # so is the note Ann asked to keep
+    assert messages[1] == "how are my bees?"  # a short first message: nothing to wait for
+    assert "hives stand behind the shed" in messages[3]  # a note for the second message
+    assert messages[3].endswith("and where are my hives?")
+    assert events[2].payload["text"] == "how are my bees?"  # the log keeps the user's words
+    assert events[5].payload["text"] == "and where are my hives?"
+    assert events[3].payload["reply_tokens"] and events[7].payload["turns"] == 2
 
 
 def test_history_is_compressed_at_the_threshold(home: Home, stores: Stores, tmp_path: Path) -> None:

@@ -86,6 +86,11 @@ def test_a_chat_session_against_the_real_model(llm_server: str, home: Home, tmp_
         injected = next(e.payload for e in mine if e.type == "MemoryInjected")
         assert injected["budget_tokens"] == 512
         assert 0 < injected["injected_tokens"] <= 512 and injected["items"]
+        # the note is in the start block, read ahead while the person types: the first
+        # question waits for no note of its own (docs/benchmarks.md, "First token with memory")
+        assert injected["kind"] == "start"
+        (remembered,) = [e.id for e in events if e.type == "Remembered"]
+        assert remembered in injected["items"]
         replies = [e.payload for e in mine if e.type == "AssistantTurn"]
         assert len(replies) == 3 and all(r["text"].strip() for r in replies)
         # the point of it all: the injected note answers the first question (a keyword, not

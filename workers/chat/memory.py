@@ -2,8 +2,9 @@
 rewriting earlier prompt text.
 
 - **The start block**, built when the session starts, before the first message: the
-  workspace profile, project facts, MEMORY.md, and what was recalled for the previous
-  session's last user turns (what a new session most likely picks up again). It ends the
+  workspace profile, project facts, MEMORY.md, the newest notes someone asked to be
+  remembered (at most :data:`NOTES_SHARE` of the block) and what was recalled for the
+  previous session's last user turns — what a first question most likely needs. It ends the
   system prompt, which then stays the same for the whole session, so the model server reads
   it once — while the person types (:meth:`workers.llm.base.Backend.warm`) — and keeps it
   cached (llama.cpp's prompt cache, Ollama's loaded context). It takes at most
@@ -15,7 +16,11 @@ rewriting earlier prompt text.
   and the reply are in (a long pasted message gets no note rather than an overflow). The
   memory in the prompt (the start block plus the notes of the messages still in the
   history) never exceeds ``budget_pct`` of the window; a compression that summarises old
-  messages frees their notes' share.
+  messages frees their notes' share. A note is read by the server after its message
+  arrives, so the first message's note — which the first reply waits for — is capped
+  (:func:`first_note_cap`): at most half of what the message itself makes the server read,
+  so the first token comes within 1.5x of the time without memory. A short first message
+  gets no note; what it most likely needs is in the start block, read ahead.
 
 Small models rarely call memory tools well; the notes bring what a message needs without
 them. Each injection is recorded by the session as ``MemoryInjected``.
@@ -26,13 +31,27 @@ from dataclasses import dataclass
 
 from events import Home
 from projections import ProjectionStore
-from projections.inject import Injection, build_injection, build_note
+from projections.inject import NOTE_HEADER, Injection, build_injection, build_note
+from projections.memories import list_memories
+from projections.recall import MIN_ITEM_TOKENS, RecallItem
 from projections.semantic import semantic_searcher
+from projections.tokens import estimate
 from projections.turns import recent_user_text
 
 START_SHARE = 0.5       # of the budget, at most, for the start block
 NOTE_MIN_SCORE = 0.45   # a recalled item below this fused score is not worth a note
 RECENT_TURNS = 3        # the previous session's last user turns recalled for at start
+NOTES_SHARE = 0.25      # of the start block, at most, for the person's recent notes
+NOTE_SOURCES = ("user", "agent")  # ``Remembered`` notes: `diarist remember`, /remember, the tool
+HEAD_TYPES = ("workspace_profile", "project_fact")  # in the start block's fixed head already
+# The first message's note: every token of it is read by the server after the message
+# arrives, as are the message's own tokens and the chat template's frame around them (the
+# system prompt before it was read ahead). The first token within 1.5x of the time without
+# memory leaves the note half of what the message costs. Measured with the 0.5B model
+# (docs/benchmarks.md, "First token with memory"): a note of 8 real tokens after a
+# 7-12-token question cost 1.14-1.31x, 16 tokens 1.58-1.93x.
+FIRST_NOTE_SHARE = 0.5
+MESSAGE_FRAME = 8       # tokens the chat template puts around a user message
 
 
 @dataclass(frozen=True)
@@ -55,24 +74,52 @@ class SessionMemory:
         self.shown: set[str] = set()
 
     def build_start(self) -> Injection:
-        """The start block: fixed head and recall for the previous session's last turns."""
+        """The start block: fixed head, the person's most recent notes, and recall for the
+        previous session's last turns."""
+        budget = int(self.budget * START_SHARE)
         query = recent_user_text(self.store.db, turns=RECENT_TURNS, excluding=self.session_id)
-        injection = build_injection(self.store.db, query, int(self.budget * START_SHARE),
-                                    self.top_k, semantic_searcher(self.home, self.store))
+        injection = build_injection(self.store.db, query, budget, self.top_k,
+                                    semantic_searcher(self.home, self.store),
+                                    pinned=recent_notes(self.store, int(budget * NOTES_SHARE)))
         self.start = injection
         self.shown = {item.id for item in injection.items}
         return injection
 
-    def note_for(self, text: str, in_prompt: int, window_room: int | None = None) -> Injection:
+    def note_for(self, text: str, in_prompt: int, cap: int | None = None) -> Injection:
         """A note for a message, within what the budget has left (``in_prompt``: the memory
-        tokens already in the prompt) and within ``window_room``, the tokens the context
-        window has free once the prompt, the message and the reply are in. Empty when nothing
-        new is relevant enough or there is no room."""
-        room = self.budget - in_prompt
-        if window_room is not None:
-            room = min(room, window_room)
+        tokens already in the prompt) and at most ``cap`` tokens (the first message's cap,
+        the room the context window has free). Empty when nothing new is relevant enough
+        or there is no room."""
+        room = self.budget - in_prompt if cap is None else min(cap, self.budget - in_prompt)
+        if room < estimate(NOTE_HEADER) + MIN_ITEM_TOKENS:  # no item fits: no recall to wait for
+            return Injection("", room, 0, [])
         injection = build_note(self.store.db, text, room, self.top_k,
                                semantic_searcher(self.home, self.store), exclude=self.shown,
                                min_score=NOTE_MIN_SCORE, session=self.session_id)
         self.shown |= {item.id for item in injection.items}
         return injection
+
+
+def first_note_cap(text: str) -> int:
+    """Tokens the first message's note may take: :data:`FIRST_NOTE_SHARE` of what the
+    message itself makes the server read."""
+    return int(FIRST_NOTE_SHARE * (estimate(text) + MESSAGE_FRAME))
+
+
+def recent_notes(store: ProjectionStore, budget: int) -> list[RecallItem]:
+    """The newest active notes someone asked to be remembered (``Remembered``: the person's
+    and the chat model's), newest first, while they fit ``budget`` tokens — what a first
+    question most likely asks about, read ahead with the start block. Profile and project
+    facts are left out: the fixed head has them."""
+    notes = [m for m in list_memories(store.db)
+             if m.source in NOTE_SOURCES and m.type not in HEAD_TYPES]
+    notes.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+    chosen: list[RecallItem] = []
+    for memory in notes:
+        tokens = estimate(memory.content)
+        if tokens > budget:
+            continue
+        budget -= tokens
+        chosen.append(RecallItem("memory", memory.id, memory.content, 1.0, tokens,
+                                 memory.created_at, list(memory.refs)))
+    return chosen

@@ -45,7 +45,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .memory import SessionMemory
+from .memory import SessionMemory, first_note_cap
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -72,6 +72,10 @@ ANSWER_NOW = ("[Answer my last message now, in plain words, using the tool resul
 MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply must be final
 MAX_CALLS_PER_ROUND = 5
 REPLY_ROOM = 256          # window tokens a note leaves free for the reply when no cap is set
+# The token estimate runs under the server's count of a whole prompt (the chat template adds
+# tokens around every message; a 2,000-token prompt counted 4 % more by llama.cpp than by
+# the estimate): a note is sized as if the estimate were this much short.
+ESTIMATE_SLACK = 1.10
 
 
 logger = get_logger("diarist.chat")
@@ -165,16 +169,19 @@ class ChatSession:
 
     def _note(self, text: str) -> Injection | None:
         """The memory note for a message, recorded as ``MemoryInjected``; None when there
-        is nothing new worth it, when notes are off, and for the first message of a session
-        that has a start block unless ``memory.first_note``: every token of a note is read
-        by the server after the message arrives, so the first reply would wait for it
+        is nothing new worth it or when notes are off. Every token of a note is read by the
+        server after the message arrives, so in a session with a start block (read ahead)
+        the first message's note is capped (:func:`workers.chat.memory.first_note_cap`) —
+        none without ``memory.first_note`` — lest the first reply wait for it
         (docs/benchmarks.md, "First token with memory")."""
         if not self.config.memory.turn_recall:
             return None
-        if self.injection is not None and not self.history \
-                and not self.config.memory.first_note:
-            return None  # first_note off: the first reply reads only what was read ahead
-        note = self.memory.note_for(text, self.memory_in_prompt(), self._window_room(text))
+        cap = self._window_room(text)
+        if self.injection is not None and not self.history:  # the first message
+            if not self.config.memory.first_note:
+                return None  # first_note off: the first reply reads only what was read ahead
+            cap = min(cap, first_note_cap(text))
+        note = self.memory.note_for(text, self.memory_in_prompt(), cap)
         if not note.text:
             return None
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
@@ -185,10 +192,12 @@ class ChatSession:
 
     def _window_room(self, text: str) -> int:
         """Tokens of the window a note for ``text`` may take: what the prompt with the message
-        and the reply leave free (a long pasted message leaves none — the note then waits
-        rather than pushing the prompt over the window)."""
+        and the reply leave free, with :data:`ESTIMATE_SLACK` for the estimate's error (a
+        long pasted message leaves none — the note then waits rather than pushing the prompt
+        over the window)."""
         reply = self.config.llm.max_reply_tokens or REPLY_ROOM
-        return self.window - self.history_tokens() - estimate(text) - reply
+        return int((self.window - reply) / ESTIMATE_SLACK) - self.history_tokens() - \
+            estimate(text)
 
     def clear(self) -> None:
         """Forget the conversation so far (not the log); the start block is built again."""
