@@ -111,7 +111,8 @@ def test_the_chat_never_prints_control_characters(hostile: dict[str, str]) -> No
     assert result.exit_code == 0, result.output
     clean(result.output.replace(f"you> {typed}\n", ""))  # the runner echoes what was typed
     assert "assistant> echo:" in result.output
-    assert "\nsay \\u001b[2J \\u001b]0;pwned\\u0007" in result.output  # the echoed reply
+    reply = result.output.split("assistant> echo:", 1)[1]
+    assert "say \\u001b[2J \\u001b]0;pwned\\u0007" in reply  # the echoed reply, escaped
     assert "\\u001b]0;pwned\\u0007world" in result.output  # /recall showed the turn
 
 
