@@ -40,8 +40,13 @@ def _override(settings: list[str]) -> None:
         module_name, _, attr = name.rpartition(".")
         module = importlib.import_module(module_name)
         old = getattr(module, attr)
-        setattr(module, attr, type(old)(value) if not isinstance(old, bool)
-                else value.lower() in ("1", "true", "yes"))
+        if isinstance(old, bool):
+            new: Any = value.lower() in ("1", "true", "yes")
+        elif isinstance(old, tuple):
+            new = tuple(v for v in value.split(",") if v)  # --set M.NAMES=a,b
+        else:
+            new = type(old)(value)
+        setattr(module, attr, new)
         # names imported elsewhere with `from module import NAME` are patched too
         for other in list(sys.modules.values()):
             if other is not module and getattr(other, attr, None) is old \
