@@ -42,7 +42,7 @@ def candidate_turns(db: sqlite3.Connection, ids: list[str]) -> dict[str, Turn]:
         return {}
     marks = ",".join("?" * len(unique))
     rows = db.execute(f"SELECT id, session, MIN(seq) FROM search_items WHERE id IN ({marks})"
-                      " AND source = 'turn' GROUP BY id", unique).fetchall()
+                      " AND +source = 'turn' GROUP BY id", unique).fetchall()  # +: by id
     return {r[0]: Turn(r[0], r[1], r[2]) for r in rows}
 
 
@@ -84,12 +84,15 @@ def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, st
     unique = sorted(ids)
     if not unique:
         return {}
+    # By id, then the text of those rows only: CROSS JOIN keeps SQLite from scanning the
+    # whole full-text index first (as it chose to, given an ORDER BY: 80 ms at 100,000 items)
     rows = db.execute(
         "SELECT i.key, i.id, i.session, f.content FROM search_items i"
-        " JOIN search_fts f ON f.rowid = i.rowid"
-        f" WHERE i.id IN ({','.join('?' * len(unique))}) AND i.source = 'turn'"
-        " ORDER BY i.key", unique).fetchall()
-    return {key: (id_, session, speaker_of(content)) for key, id_, session, content in rows}
+        " CROSS JOIN search_fts f ON f.rowid = i.rowid"
+        f" WHERE i.id IN ({','.join('?' * len(unique))}) AND +i.source = 'turn'",
+        unique).fetchall()
+    return {key: (id_, session, speaker_of(content))
+            for key, id_, session, content in sorted(rows)}
 
 
 def in_context(db: sqlite3.Connection, own: Mapping[str, float],

@@ -39,6 +39,7 @@ from .when import period_factors
 
 DEFAULT_BUDGET = 512          # tokens, when the model's context window is unknown
 CANDIDATES = 50               # depth of each ranked list before fusion
+CONTENDERS = 200              # fused scores among which a turn's neighbour must be to be read
 COSINE_WEIGHT = 3.0           # fused score = BM25 / best BM25 of the query + COSINE_WEIGHT · cosine
 LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the budget
 # The profile and project facts together take at most this share: mining can type hundreds
@@ -287,7 +288,7 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
                         if hit.source == TURN},
             (lambda keys: semantic.cosines(named.query, keys)) if semantic is not None else None,
             COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats))
-        hits.update(items_by_key(db, list(fresh)))
+        hits.update(items_by_key(db, _contenders(fused, fresh)))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
@@ -324,6 +325,19 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
         ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
                         + ranked[COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
     return ranked
+
+
+def _contenders(fused: dict[str, float], fresh: dict[str, str]) -> list[str]:
+    """The neighbours that joined (``fresh``) worth reading: those among the
+    :data:`CONTENDERS` best fused scores. A neighbour below them is not read and drops out:
+    at 100,000 items reading every neighbour (~4 a candidate: text, refs, time) took a third
+    of warm recall (p50 49 → 35 ms), and none of the dev sets' answers ranks that low (the
+    same evidence recall at 200 as with every neighbour; at 60 LoCoMo lost one)."""
+    if not fresh:
+        return []
+    scores = sorted(fused.values(), reverse=True)
+    floor = scores[min(CONTENDERS, len(scores)) - 1]
+    return [key for key in fresh if fused[key] >= floor]
 
 
 def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
