@@ -30,6 +30,14 @@ class Recording(ScriptedBackend):
         return super().chat(messages, **kw)  # type: ignore[arg-type]
 
 
+def started(session: ChatSession) -> ChatSession:
+    """``session`` started, its stable prefix read ahead (the warming thread done)."""
+    session.start()
+    assert session.warming is not None
+    session.warming.join(5)
+    return session
+
+
 def seed(log: EventLog, n: int = 400) -> None:
     log.append(ProfileSet(fields={"name": "Ann", "role": "beekeeper"}), stream="profile")
     memories = [{"id": f"m{i}", "type": "user_preference",
@@ -48,10 +56,7 @@ def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: St
     seed(log)
     store.catch_up_all()
     backend = Recording(rules(tmp_path, {"reply": "Noted."}))
-    session = ChatSession(home, log, store, backend, Config(), tools=False)
-    session.start()
-    assert session.warming is not None
-    session.warming.join(5)
+    session = started(ChatSession(home, log, store, backend, Config(), tools=False))
     (warmed,) = backend.warmed  # read ahead before the first message
     assert warmed == [session.messages()[0]] and "[workspace profile]" in warmed[0]["content"]
     assert "telescope" in warmed[0]["content"]  # recalled for the last session's last turns
@@ -155,10 +160,7 @@ def test_the_start_block_carries_the_persons_recent_notes(home: Home, stores: St
     log.append(Remembered(text="name: Bob", type="workspace_profile"), stream="memory")
     store.catch_up_all()
     backend = Recording(rules(tmp_path, {"reply": "Rex."}))
-    session = ChatSession(home, log, store, backend, Config(), tools=False)
-    session.start()
-    assert session.warming is not None
-    session.warming.join(5)
+    session = started(ChatSession(home, log, store, backend, Config(), tools=False))
     start = backend.warmed[0][0]["content"]
     assert "My dog is called Rex" in start and "wifi password hint" in start
     assert "Old note 11" in start and "Old note 0:" not in start  # newest first, within a share
@@ -220,11 +222,8 @@ def test_first_note_false_keeps_the_first_message_bare(
     sent = {}
     for first_note in (False, True):
         backend = Recording(rules(tmp_path, {"reply": "Hi."}))
-        session = ChatSession(home, log, store, backend,
-                              Config(memory=MemoryConfig(first_note=first_note)), tools=False)
-        session.start()
-        assert session.warming is not None
-        session.warming.join(5)
+        session = started(ChatSession(home, log, store, backend,
+                              Config(memory=MemoryConfig(first_note=first_note)), tools=False))
         session.send(question)
         (request,) = backend.requests
         assert request[0] == backend.warmed[0][0]  # the read-ahead prefix, unchanged
