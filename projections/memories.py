@@ -265,6 +265,21 @@ def list_memories(db: sqlite3.Connection, type_: str | None = None,
     return [_memory(r) for r in rows]
 
 
+def newest_memories(db: sqlite3.Connection, sources: Sequence[str],
+                    other_than: Sequence[str] = (), limit: int = 64) -> list[Memory]:
+    """The newest active memories from ``sources`` whose type is not in ``other_than``,
+    newest first, at most ``limit`` (chosen by SQLite: nothing else is read)."""
+    where = (f"status = 'active' AND source IN ({','.join('?' * len(sources))})"
+             + (f" AND type NOT IN ({','.join('?' * len(other_than))})" if other_than else ""))
+    try:
+        rows = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE {where}"
+                          " ORDER BY created_at DESC, id DESC LIMIT ?",
+                          [*sources, *other_than, limit]).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [_memory(r) for r in rows]
+
+
 def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:
     try:
         row = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()

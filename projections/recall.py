@@ -66,7 +66,6 @@ ESSAY_WEIGHT = 0.5
 ESSAY_PASSAGES = 4
 
 
-
 class Semantic(Protocol):
     """Cosine search (see :mod:`projections.semantic`)."""
 
@@ -381,8 +380,6 @@ class _Turn:
     index: int                    # position of its item in the filler
     parts: dict[int, str]         # passage number → text without the speaker
     speaker: str
-
-
 
 
 def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit]]

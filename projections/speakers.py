@@ -55,11 +55,6 @@ def _naming(query: str, speakers: Iterable[str]) -> dict[str, str]:
     return named
 
 
-def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
-    """The ``speakers`` the query names (see the module doc)."""
-    return set(_naming(query, speakers))
-
-
 @dataclass(frozen=True)
 class Naming:
     """The speakers of a home that a query names, and the query without their names (what

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from events import Home
 from projections import ProjectionStore
 from projections.inject import NOTE_HEADER, Injection, build_injection, build_note
-from projections.memories import list_memories
+from projections.items import MEMORY
+from projections.memories import newest_memories
 from projections.recall import MIN_ITEM_TOKENS, RecallItem
 from projections.semantic import semantic_searcher
 from projections.tokens import estimate
@@ -111,15 +112,14 @@ def recent_notes(store: ProjectionStore, budget: int) -> list[RecallItem]:
     and the chat model's), newest first, while they fit ``budget`` tokens — what a first
     question most likely asks about, read ahead with the start block. Profile and project
     facts are left out: the fixed head has them."""
-    notes = [m for m in list_memories(store.db)
-             if m.source in NOTE_SOURCES and m.type not in HEAD_TYPES]
-    notes.sort(key=lambda m: (m.created_at, m.id), reverse=True)
     chosen: list[RecallItem] = []
-    for memory in notes:
+    # at most budget // MIN_ITEM_TOKENS fit; read a few times that, for the too long ones
+    for memory in newest_memories(store.db, NOTE_SOURCES, HEAD_TYPES,
+                                  limit=4 * (budget // MIN_ITEM_TOKENS + 1)):
         tokens = estimate(memory.content)
         if tokens > budget:
             continue
         budget -= tokens
-        chosen.append(RecallItem("memory", memory.id, memory.content, 1.0, tokens,
+        chosen.append(RecallItem(MEMORY, memory.id, memory.content, 1.0, tokens,
                                  memory.created_at, list(memory.refs)))
     return chosen
