@@ -57,14 +57,17 @@ def _override(settings: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
-    parser.add_argument("--homes", type=Path, required=True)
-    parser.add_argument("--budget", type=int, default=512)
+    parser.add_argument("--homes", type=Path, required=True,
+                        help="one home per conversation, built here once and reused")
+    parser.add_argument("--budget", type=int, default=512, help="the b512 budget, in tokens")
     parser.add_argument("--k", type=int, default=None, help="default: memory.top_k")
     parser.add_argument("--seed", type=int, default=0, help="changed-facts seed")
-    parser.add_argument("--set", action="append", default=[], dest="settings")
-    parser.add_argument("--dump", type=Path)
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--category")
+    parser.add_argument("--set", action="append", default=[], dest="settings",
+                        help="MODULE.CONSTANT=VALUE for a sweep (a tuple: a,b); repeatable")
+    parser.add_argument("--dump", type=Path,
+                        help="write one JSON line per question (refs found, evidence)")
+    parser.add_argument("--limit", type=int, help="the first N questions only")
+    parser.add_argument("--category", help="only questions of this category")
     args = parser.parse_args()
 
     from events import EventLog
