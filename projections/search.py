@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from events import RecordedEvent
@@ -63,11 +64,16 @@ class Hit:
     id: str
     content: str
     at: str
-    refs: list[str]
+    refs_json: str  # as stored; decoded on first use (recall reads hundreds of hits, shows ~10)
     session: str
     type: str
     content_hash: str
     score: float
+
+    @cached_property
+    def refs(self) -> list[str]:
+        refs: list[str] = json.loads(self.refs_json)
+        return refs
 
 
 # A term found in more than this share of the items says little about any of them (a low
@@ -121,7 +127,7 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
         if "no such table" in str(exc):
             return []
         raise
-    return [Hit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9])
+    return [Hit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
             for r in rows]
 
 
@@ -149,7 +155,7 @@ def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
             return []
         raise
     found = {r[0]: r for r in rows}
-    return [Hit(r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7], r[8], r[9], score)
+    return [Hit(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], score)
             for rowid, score in top if (r := found.get(rowid)) is not None]
 
 
@@ -160,5 +166,5 @@ def items_by_key(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Hit]:
         "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
         " i.content_hash, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
         f" WHERE i.key IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
-    return {r[0]: Hit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9])
+    return {r[0]: Hit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
             for r in rows}

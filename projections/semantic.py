@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from events import Home
@@ -89,15 +89,15 @@ class SemanticSearch:
         vector = self._vector(query)
         return [] if vector is None else vector_search(self.store, self.home, vector, k)
 
-    def cosines(self, query: str, keys: Iterable[str]) -> dict[str, float]:
-        """Exact cosines of the given items (those not embedded yet are absent)."""
+    def cosines(self, query: str, keys: Mapping[str, str]) -> dict[str, float]:
+        """Exact cosines of the given items, key → the content hash read for it (those not
+        embedded yet are absent)."""
         from .vector_search import vector_search
 
-        wanted = sorted(set(keys))
         vector = self._vector(query)
-        if vector is None or not wanted:
+        if vector is None or not keys:
             return {}
-        return dict(vector_search(self.store, self.home, vector, len(wanted), keys_filter=wanted))
+        return dict(vector_search(self.store, self.home, vector, len(keys), keys_filter=keys))
 
 
     def neighbours(self, content_hash: str, k: int) -> list[tuple[str, float]]:

@@ -1,11 +1,11 @@
 """The matrix file: every live item's vector laid out for a fast scan, and its refresh.
 
-``var/vectors/<model key>.<id>.f32`` (:class:`Matrix`), plus ``vector_slots`` (column → item
-key) and ``vector_matrix`` (which file, how many columns, at which generation). It is derived
-from the vectors projection and the embeddings cache by :func:`refresh_vectors`, and never
-trusted blindly: every hit is re-checked (item still there, same content) and re-scored from
-the cache (:mod:`projections.vector_search`), so a stale or missing file costs speed, never
-correctness.
+``var/vectors/<model key>.<id>.f32`` (:class:`Matrix`), plus ``vector_slots`` (slot → item
+key and content hash) and ``vector_matrix`` (which file, how many slots, at which generation).
+It is derived from the vectors projection and the embeddings cache by
+:func:`refresh_vectors`; a reader checks every hit against the projection (item still there,
+same content: :mod:`projections.vector_search`), so a stale or missing file costs speed,
+never a forgotten or wrong hit.
 """
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .engine import ProjectionStore
 
-BLOCK = 4096            # columns per block of the matrix file
+BLOCK = 4096            # slots per block of the matrix file
 HEADER = 64             # bytes before the first block
-MAGIC = b"DIARVEC1"
+MAGIC = b"DIARVEC2"     # 2: rows plus sign bits (1: columns, no bits — rewritten on refresh)
 MIN_DEAD_TO_COMPACT = 1024
 
 
@@ -40,20 +40,42 @@ def vectors_dir(home: Home) -> Path:
     return home.root / "vectors"
 
 
+def words_of(dimension: int) -> int:
+    """64-bit words of one vector's sign code."""
+    return -(-dimension // 64)
+
+
+def block_bytes(dimension: int) -> int:
+    return BLOCK * (dimension * 4 + words_of(dimension) * 8)
+
+
+def sign_codes(vectors: np.ndarray) -> np.ndarray:
+    """One bit per component (set when positive), as ``words_of(dimension)`` uint64 words
+    per vector; zero bits pad the last word."""
+    import numpy as np
+
+    words = words_of(vectors.shape[1])
+    packed = np.packbits(vectors > 0, axis=1)
+    padded = np.zeros((len(vectors), words * 8), dtype=np.uint8)
+    padded[:, :packed.shape[1]] = packed
+    return padded.view("<u8")
+
+
 class Matrix:
     """A read-only, memory-mapped matrix file.
 
-    Layout: a 64-byte header (``DIARVEC1``, dimension, block size), then blocks of
-    ``BLOCK`` columns; each block is ``dimension`` rows of ``BLOCK`` float32 (row j holds
-    component j of the block's items). Scoring a block is then one ``q @ block`` over
-    contiguous memory — numpy/OpenBLAS's fast, memory-bound gemv — about twice as fast as
-    the item-per-row layout (whose gemv kernel is compute-bound here), and blocks let the
-    file grow by appending without rewriting it. Unused columns are zero.
+    Layout: a 64-byte header (``DIARVEC2``, dimension, block size), then blocks of
+    ``BLOCK`` slots. A block holds its slots' vectors as rows (``BLOCK`` × dimension
+    float32), then their sign codes as bit planes: word w of every slot's code
+    (:func:`sign_codes`), ``BLOCK`` uint64, then word w + 1, and so on. Search reads the
+    planes of every slot (48 bytes a slot for 384 dimensions, against 1,536 for its floats:
+    the Hamming distance between sign codes, a popcount over contiguous words) and reads the
+    rows of only the few thousand nearest by that distance, which it scores exactly
+    (:meth:`nearest`). Blocks let the file grow by appending without rewriting it. Unused
+    slots are zero.
     """
 
     def __init__(self, path: Path, dimension: int) -> None:
-        import numpy as np
-
         self.path = path
         with open(path, "rb") as handle:
             head = handle.read(HEADER)
@@ -63,27 +85,59 @@ class Matrix:
             if dim != dimension or block != BLOCK:
                 raise ValueError(f"{path} has dimension {dim}, block {block}")
             size = os.fstat(handle.fileno()).st_size
-            self.blocks = (size - HEADER) // (dimension * BLOCK * 4)
+            self.blocks = (size - HEADER) // block_bytes(dimension)
             # (MAP_POPULATE was measured: no faster for a cold process's first scan)
-            self.map = mmap.mmap(handle.fileno(), HEADER + self.blocks * dimension * BLOCK * 4,
+            self.map = mmap.mmap(handle.fileno(), HEADER + self.blocks * block_bytes(dimension),
                                  prot=mmap.PROT_READ) if self.blocks else None
         self.dimension = dimension
-        self.array = (np.frombuffer(self.map, dtype=np.float32, offset=HEADER)
-                      .reshape(self.blocks, dimension, BLOCK) if self.map else
-                      np.zeros((0, dimension, BLOCK), dtype=np.float32))
+        self.rows, self.planes = _views(self.map or b"", dimension, self.blocks)
 
     @property
     def capacity(self) -> int:
         return self.blocks * BLOCK
 
-    def scores(self, query: np.ndarray, count: int) -> np.ndarray:
+    def vectors(self, slots: np.ndarray) -> np.ndarray:
+        """The vectors in these slots, one row each."""
         import numpy as np
 
-        used = -(-count // BLOCK)
-        out = np.empty(used * BLOCK, dtype=np.float32)
-        for b in range(used):
-            np.dot(query, self.array[b], out=out[b * BLOCK:(b + 1) * BLOCK])
-        return out[:count]
+        block, column = np.divmod(slots, BLOCK)
+        return self.rows[block, column]
+
+    def nearest(self, query: np.ndarray, count: int, keep: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slots among the first ``count`` with their exact cosines: every slot when
+        ``count <= keep``, else the ``keep`` nearest by the Hamming distance of sign codes
+        (more on a tie at the edge). The exact top few of the result are then those of a full
+        scan in nearly every case (``benchmarks/bench_prescan.py``)."""
+        import numpy as np
+
+        if count <= keep:
+            slots = np.arange(count)
+        else:
+            code = sign_codes(query.reshape(1, -1))[0]
+            planes = self.planes[:-(-count // BLOCK)]
+            distance = np.bitwise_count(planes[:, 0, :] ^ code[0]).astype(np.uint16)
+            for word in range(1, len(code)):
+                distance += np.bitwise_count(planes[:, word, :] ^ code[word])
+            distance = distance.reshape(-1)[:count]
+            enough = np.searchsorted(np.cumsum(np.bincount(distance)), keep)
+            slots = np.nonzero(distance <= enough)[0]
+        return slots, self.vectors(slots) @ query
+
+
+def _views(buffer: mmap.mmap | bytes, dimension: int, blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (blocks, BLOCK, dimension) and sign-code planes (blocks, words, BLOCK) of a
+    mapped file."""
+    import numpy as np
+
+    words, size = words_of(dimension), block_bytes(dimension)
+    if not blocks:
+        return (np.zeros((0, BLOCK, dimension), dtype=np.float32),
+                np.zeros((0, words, BLOCK), dtype=np.uint64))
+    rows = np.ndarray((blocks, BLOCK, dimension), dtype=np.float32, buffer=buffer,
+                      offset=HEADER, strides=(size, dimension * 4, 4))
+    planes = np.ndarray((blocks, words, BLOCK), dtype="<u8", buffer=buffer,
+                        offset=HEADER + BLOCK * dimension * 4, strides=(size, BLOCK * 8, 8))
+    return rows, planes
 
 
 _MATRICES: dict[str, Matrix] = {}
@@ -136,24 +190,22 @@ def matrix_state(db: sqlite3.Connection) -> MatrixState | None:
     return MatrixState(*row) if row else None
 
 
-def _with_array(path: Path, dimension: int, blocks: int, fn: Callable[[np.ndarray], None]) -> None:
+def _with_views(path: Path, dimension: int, blocks: int,
+                fn: Callable[[np.ndarray, np.ndarray], None]) -> None:
     """Map ``path`` writable (grown to ``blocks`` blocks if shorter) and call ``fn`` with its
-    blocks as an array of shape (blocks, dimension, BLOCK); flushes before returning."""
-    import numpy as np
-
-    block_bytes = dimension * BLOCK * 4
+    rows and sign-code planes (:func:`_views`); flushes before returning."""
+    size_of_block = block_bytes(dimension)
     with open(path, "r+b") as handle:
         size = os.fstat(handle.fileno()).st_size
-        if size < HEADER + blocks * block_bytes:
-            handle.truncate(HEADER + blocks * block_bytes)
-            size = HEADER + blocks * block_bytes
-        have = (size - HEADER) // block_bytes
+        if size < HEADER + blocks * size_of_block:
+            handle.truncate(HEADER + blocks * size_of_block)
+            size = HEADER + blocks * size_of_block
+        have = (size - HEADER) // size_of_block
         if not have:
             return
-        region = mmap.mmap(handle.fileno(), HEADER + have * block_bytes)
+        region = mmap.mmap(handle.fileno(), HEADER + have * size_of_block)
         try:
-            fn(np.frombuffer(region, dtype=np.float32, offset=HEADER)
-               .reshape(have, dimension, BLOCK))
+            fn(*_views(region, dimension, have))
             region.flush()
         finally:
             region.close()  # fn's views are gone once it returned
@@ -166,38 +218,41 @@ def _create_file(path: Path, dimension: int) -> None:
         handle.write(head + b"\0" * (HEADER - len(head)))
 
 
-def _write_columns(path: Path, dimension: int, start: int, vectors: np.ndarray) -> None:
-    """Columns ``start …`` of the file get ``vectors`` (one row per item)."""
+def _write_slots(path: Path, dimension: int, start: int, vectors: np.ndarray) -> None:
+    """Slots ``start …`` of the file get ``vectors`` (one row per item) and their codes."""
     if not len(vectors):
         return
+    codes = sign_codes(vectors)
 
-    def fill(array: np.ndarray) -> None:
+    def fill(rows: np.ndarray, planes: np.ndarray) -> None:
         done = 0
         while done < len(vectors):
             block, column = divmod(start + done, BLOCK)
             take = min(BLOCK - column, len(vectors) - done)
-            array[block, :, column:column + take] = vectors[done:done + take].T
+            rows[block, column:column + take] = vectors[done:done + take]
+            planes[block, :, column:column + take] = codes[done:done + take].T
             done += take
 
-    _with_array(path, dimension, -(-(start + len(vectors)) // BLOCK), fill)
+    _with_views(path, dimension, -(-(start + len(vectors)) // BLOCK), fill)
 
 
-def _zero_columns(path: Path, dimension: int, slots: Sequence[int]) -> None:
-    """Overwrite columns with zeros in place: a forgotten item's vector leaves the file."""
+def _zero_slots(path: Path, dimension: int, slots: Sequence[int]) -> None:
+    """Overwrite slots with zeros in place: a forgotten item's vector leaves the file."""
     if not slots or not path.is_file():
         return
 
-    def clear(array: np.ndarray) -> None:
+    def clear(rows: np.ndarray, planes: np.ndarray) -> None:
         for slot in slots:
             block, column = divmod(slot, BLOCK)
-            if block < len(array):
-                array[block, :, column] = 0.0
+            if block < len(rows):
+                rows[block, column] = 0.0
+                planes[block, :, column] = 0
 
-    _with_array(path, dimension, 0, clear)
+    _with_views(path, dimension, 0, clear)
 
 
 def _valid_file(path: Path, dimension: int, count: int) -> bool:
-    """The file has our header and room for ``count`` columns."""
+    """The file has our header and room for ``count`` slots."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(HEADER)
@@ -206,7 +261,7 @@ def _valid_file(path: Path, dimension: int, count: int) -> bool:
         return False
     return (len(head) == HEADER and head[:8] == MAGIC
             and struct.unpack_from("<II", head, 8) == (dimension, BLOCK)
-            and size >= HEADER + -(-count // BLOCK) * dimension * BLOCK * 4)
+            and size >= HEADER + -(-count // BLOCK) * block_bytes(dimension))
 
 
 _LIVE = ("SELECT v.key, v.content_hash, e.vector FROM vector_items v"
@@ -215,13 +270,13 @@ _LIVE = ("SELECT v.key, v.content_hash, e.vector FROM vector_items v"
 
 def refresh_vectors(store: ProjectionStore) -> int:
     """Bring the matrix file in line with the projection and the cache; returns how many
-    columns changed. Cheap when nothing did (one integer comparison). Runs under the
+    slots changed. Cheap when nothing did (one integer comparison). Runs under the
     projection db's write lock, so two processes never write the file at once.
 
-    Columns of items that are gone (forgotten, replaced) are overwritten with zeros in place
+    Slots of items that are gone (forgotten, replaced) are overwritten with zeros in place
     first, whatever follows; new vectors are appended; the file is rewritten (new name) when
     the model changed, when it is missing or unreadable, or when more than a quarter of its
-    columns (and at least 1,024) are dead. Files of other models or older rewrites are
+    slots (and at least 1,024) are dead. Files of other models or older rewrites are
     deleted."""
     db = store.db
     try:
@@ -259,7 +314,7 @@ def _refresh(db: sqlite3.Connection, home: Home) -> int:
     if state.generation == current and not gone:
         return 0
     added = _append_new(db, state, path, active, current, len(gone))
-    if added is None:  # too many dead columns: compact
+    if added is None:  # too many dead slots: compact
         return len(gone) + _rewrite(db, directory, active, current)
     _remove_files(directory, keep=state.file)
     return len(gone) + added
@@ -274,13 +329,13 @@ def _up_to_date(state: MatrixState | None, active: ActiveModel | None, path: Pat
 
 
 def _zero_gone(db: sqlite3.Connection, state: MatrixState, path: Path | None) -> list[int]:
-    """Zero the columns of items that are gone (forgotten, replaced) in place, and free
+    """Zero the slots of items that are gone (forgotten, replaced) in place, and free
     their slots; returns the slots."""
     gone = [row[0] for row in db.execute(
         "SELECT slot FROM vector_slots s WHERE NOT EXISTS (SELECT 1 FROM vector_items v"
         " WHERE v.key = s.key AND v.content_hash = s.content_hash) ORDER BY slot")]
     if gone and path is not None:
-        _zero_columns(path, state.dimension, gone)
+        _zero_slots(path, state.dimension, gone)
         fsync_file(path)
     for start in range(0, len(gone), 500):
         chunk = gone[start:start + 500]
@@ -291,8 +346,8 @@ def _zero_gone(db: sqlite3.Connection, state: MatrixState, path: Path | None) ->
 
 def _append_new(db: sqlite3.Connection, state: MatrixState, path: Path, active: ActiveModel,
                 current: int, gone: int) -> int | None:
-    """Append the vectors of items the file does not have as new columns; returns how many,
-    or None when the dead columns would then exceed a third of the live ones (and
+    """Append the vectors of items the file does not have in new slots; returns how many,
+    or None when the dead slots would then exceed a third of the live ones (and
     ``MIN_DEAD_TO_COMPACT``) and the file should be rewritten instead."""
     added = db.execute(
         _LIVE + " WHERE NOT EXISTS (SELECT 1 FROM vector_slots s WHERE s.key = v.key)"
@@ -303,7 +358,7 @@ def _append_new(db: sqlite3.Connection, state: MatrixState, path: Path, active: 
         return None
     if added:
         vectors = matrix_of([row[2] for row in added], active.dimension)
-        _write_columns(path, active.dimension, state.count, vectors)
+        _write_slots(path, active.dimension, state.count, vectors)
         fsync_file(path)
         db.executemany("INSERT INTO vector_slots (slot, key, content_hash) VALUES (?, ?, ?)",
                        [(state.count + i, row[0], row[1]) for i, row in enumerate(added)])
@@ -313,7 +368,7 @@ def _append_new(db: sqlite3.Connection, state: MatrixState, path: Path, active: 
 
 
 def _rewrite(db: sqlite3.Connection, directory: Path, active: ActiveModel, current: int) -> int:
-    """Write the whole file under a new name; returns its column count. Readers still on the
+    """Write the whole file under a new name; returns its slot count. Readers still on the
     old file keep their mapping, and every reader checks each hit against the projection."""
     name = f"{active.key}.{secrets.token_hex(4)}.f32"
     new_path = directory / name
@@ -322,7 +377,7 @@ def _rewrite(db: sqlite3.Connection, directory: Path, active: ActiveModel, curre
     cursor = db.execute(_LIVE + " ORDER BY v.seq, v.key", (active.key,))
     count = 0
     while rows := cursor.fetchmany(BLOCK):
-        _write_columns(new_path, active.dimension, count,
+        _write_slots(new_path, active.dimension, count,
                        matrix_of([r[2] for r in rows], active.dimension))
         db.executemany("INSERT INTO vector_slots (slot, key, content_hash) VALUES (?, ?, ?)",
                        [(count + i, r[0], r[1]) for i, r in enumerate(rows)])

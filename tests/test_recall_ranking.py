@@ -10,7 +10,13 @@ import pytest
 from events import EventLog, Home
 from events.types import AssistantTurn, SessionStarted, UserTurn
 from projections import ProjectionStore, open_store
-from projections.context import CONTEXT_WEIGHT, in_context
+from projections.context import (
+    CONTEXT_WEIGHT,
+    FAR_WEIGHT,
+    candidate_turns,
+    in_context,
+    neighbours,
+)
 from projections.items import TURN, embedding_text
 from projections.recall import recall
 from projections.recency import change_factors, recency_factors, temporal_intent
@@ -98,6 +104,31 @@ def test_a_turn_next_to_a_matching_one_joins_with_its_context(
     assert scores[rows["c:0"]] == pytest.approx(CONTEXT_WEIGHT * 0.5)   # two turns away
     assert rows["c:5"] not in scores                                    # another session
     assert scores[asked] == pytest.approx(1.0)  # its neighbours scored nothing of their own
+
+
+def test_neighbours_are_the_two_turns_each_side_in_the_same_session(
+        log: EventLog, store: ProjectionStore) -> None:
+    """Turns of another session in between are skipped; a turn cut into passages is one
+    neighbour; a session's first and last turns have neighbours on one side only."""
+    long_turn = " ".join(f"Sentence {i} says the rain came early on the coast." for i in range(30))
+    lines = [("a", "one"), ("b", "elsewhere"), ("a", long_turn), ("a", "three"), ("b", "more"),
+             ("a", "four"), ("a", "five")]
+    for n, (session, text) in enumerate(lines):
+        say(log, session, "Ann", text, f"c:{n}", 0)
+    store.catch_up_all()
+    places = candidate_turns(store.db, [row[0] for row in store.db.execute(
+        "SELECT DISTINCT id FROM search_items WHERE source = 'turn'")])
+    order = {row[0]: row[1] for row in store.db.execute(
+        "SELECT id, MIN(seq) FROM search_items WHERE source = 'turn' AND session = 'a'"
+        " GROUP BY id ORDER BY 2")}
+    a = list(order)  # session a's turns in log order
+    assert store.db.execute("SELECT COUNT(*) FROM search_items WHERE id = ?",
+                            (a[1],)).fetchone()[0] > 1  # the long turn is passages
+    near = neighbours(store.db, [places[id_] for id_ in a])
+    assert near[a[0]] == [(a[1], 1.0), (a[2], FAR_WEIGHT)]
+    assert near[a[2]] == [(a[1], 1.0), (a[0], FAR_WEIGHT), (a[3], 1.0), (a[4], FAR_WEIGHT)]
+    assert near[a[4]] == [(a[3], 1.0), (a[2], FAR_WEIGHT)]
+    assert neighbours(store.db, []) == {}
 
 
 def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore) -> None:

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from events import EventLog, Home, RecordedEvent
 from events.types import EmbeddingModelChosen, LongTermRewritten, MemoryForgotten, UserTurn
 from projections import vector_cache, vector_matrix
+from projections import vector_search as vector_search_module
 from projections.engine import ProjectionStore
 from projections.items import content_hash
 from projections.search import SearchProjector
@@ -97,12 +98,18 @@ def cached_hashes(store: ProjectionStore) -> set[str]:
 
 
 def file_columns(home: Home) -> np.ndarray:
-    """Every column of the current matrix file, as rows (one per slot, zeros included)."""
+    """Every slot's vector in the current matrix file, one row each (zeros included)."""
     files = list(vectors_dir(home).glob("*.f32"))
     assert len(files) == 1, files
-    raw = np.fromfile(files[0], dtype=np.float32, offset=vector_matrix.HEADER)
-    blocks = raw.reshape(-1, 384, vector_matrix.BLOCK)
-    return blocks.transpose(0, 2, 1).reshape(-1, 384)
+    matrix = vector_matrix.Matrix(files[0], 384)
+    return np.array(matrix.rows).reshape(-1, 384)
+
+
+def file_codes(home: Home) -> np.ndarray:
+    """Every slot's sign code in the current matrix file, one row of words each."""
+    (path,) = vectors_dir(home).glob("*.f32")
+    matrix = vector_matrix.Matrix(path, 384)
+    return np.array(matrix.planes).transpose(0, 2, 1).reshape(-1, matrix.planes.shape[1])
 
 
 def holds(columns: np.ndarray, vector: np.ndarray) -> bool:
@@ -188,6 +195,52 @@ def test_the_matrix_agrees_with_brute_force(store: ProjectionStore, log: EventLo
         assert same(vector_search(store, home, q, 10), exact(store, q, 10))
     state = vector_matrix.matrix_state(store.db)
     assert state.count == 70 and state.generation == vector_cache.generation(store.db)
+
+
+def test_the_sign_code_prescan_scores_exactly_and_finds_what_it_should(
+        store: ProjectionStore, log: EventLog, home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past PRESCAN_KEEP items only the nearest by sign code are scored: every score is
+    still the exact cosine, an item's own vector finds it first, and the codes in the file
+    are those of the vectors."""
+    monkeypatch.setattr(vector_matrix, "BLOCK", 16)
+    monkeypatch.setattr(vector_search_module, "PRESCAN_KEEP", 12)
+    events = [say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]}"
+                  f" and {['owls', 'salt', 'kites'][i % 3]}") for i in range(60)]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=16)
+    rows = file_columns(home)[:60]
+    assert np.array_equal(file_codes(home)[:60], vector_matrix.sign_codes(rows))
+    truth = dict(exact(store, word_vector("rain kites"), 60))
+    hits = vector_search(store, home, word_vector("rain kites"), 5)
+    assert len(hits) == 5 and all(score == pytest.approx(truth[k], abs=1e-5) for k, score in hits)
+    assert {k for k, _ in hits} <= {k for k, _ in exact(store, word_vector("rain kites"), 12)}
+    for event in events[::7]:
+        own = word_vector("user: " + event.payload["text"])
+        assert vector_search(store, home, own, 1)[0][0] == key(event)
+    monkeypatch.setattr(vector_search_module, "PRESCAN_KEEP", 60)  # as many as there are
+    assert same(vector_search(store, home, word_vector("rain kites"), 10),
+                exact(store, word_vector("rain kites"), 10))
+
+
+def test_a_slot_left_zeroed_by_a_crash_is_scored_from_the_cache(
+        store: ProjectionStore, log: EventLog, home: Home) -> None:
+    """A refresh that zeroed a slot and died before freeing it leaves zeros behind a slot the
+    projection still vouches for: search reads that item's vector from the cache."""
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    slot = store.db.execute("SELECT slot FROM vector_slots WHERE key = ?",
+                            (key(events[2]),)).fetchone()[0]
+    state = vector_matrix.matrix_state(store.db)
+    vector_matrix._zero_slots(vectors_dir(home) / state.file, 384, [slot])
+    vector_matrix._MATRICES.clear()
+    query = word_vector("mother dinner")
+    assert same(vector_search(store, home, query, 3), exact(store, query, 3))
+    assert vector_search(store, home, query, 1)[0][0] == key(events[2])
+    filtered = vector_search(store, home, query, 5, keys_filter=[key(events[2])])
+    assert same(filtered, [h for h in exact(store, query, 5) if h[0] == key(events[2])])
 
 
 def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog,
@@ -324,6 +377,8 @@ def test_forgetting_removes_the_item_its_vector_and_its_column(store: Projection
     columns = file_columns(home)
     assert not holds(columns, secret_vector)
     assert holds(columns, word_vector("user: the weather is nice"))
+    codes = {tuple(row) for row in file_codes(home)}  # its sign code left with it
+    assert tuple(vector_matrix.sign_codes(secret_vector.reshape(1, -1))[0]) not in codes
     slots = {row[0] for row in store.db.execute("SELECT key FROM vector_slots")}
     assert key(secret) not in slots and key(weather) not in slots
 
