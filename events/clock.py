@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterator
 
 UTC = dt.UTC
@@ -44,6 +45,7 @@ def to_iso(moment: dt.datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+@functools.lru_cache(maxsize=16384)  # recall weighs hundreds of items' times per question
 def from_iso(text: str) -> dt.datetime:
     """Parse an ISO-8601 time that carries an offset ('Z' or '+hh:mm')."""
     moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)

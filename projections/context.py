@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .search import Hit
 from .speakers import speaker_of
 
 CONTEXT_WEIGHT = 0.35  # share of the best neighbour's score a turn gains
@@ -99,33 +100,34 @@ def context_scores(turn_scores: Mapping[str, float],
             for id_, near in around.items()}
 
 
-def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[str, str, str, str]]:
-    """The item keys of the given turns (a turn cut into passages has several), each with
-    its turn id, session, speaker and content hash."""
+def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[Hit, str]]:
+    """The items of the given turns (a turn cut into passages has several), by key, each
+    with its speaker."""
     unique = sorted(ids)
     if not unique:
         return {}
     # By id, then the text of those rows only: CROSS JOIN keeps SQLite from scanning the
     # whole full-text index first (as it chose to, given an ORDER BY: 80 ms at 100,000 items)
     rows = db.execute(
-        "SELECT i.key, i.id, i.session, f.content, i.content_hash FROM search_items i"
-        " CROSS JOIN search_fts f ON f.rowid = i.rowid"
+        "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
+        " i.content_hash FROM search_items i CROSS JOIN search_fts f ON f.rowid = i.rowid"
         f" WHERE i.id IN ({','.join('?' * len(unique))}) AND +i.source = 'turn'",
         unique).fetchall()
-    return {key: (id_, session, speaker_of(content), content_hash)
-            for key, id_, session, content, content_hash in sorted(rows)}
+    return {key: (Hit(key, source, id_, content, at, refs, session, type_, content_hash, 0.0),
+                  speaker_of(content))
+            for key, source, id_, content, at, refs, session, type_, content_hash in sorted(rows)}
 
 
 def in_context(db: sqlite3.Connection, own: Mapping[str, float],
                turns: Mapping[str, tuple[str, str]],
                cosines: Callable[[dict[str, str]], dict[str, float]] | None,
                cosine_weight: float, models: Callable[[str, str], bool]
-               ) -> tuple[dict[str, float], dict[str, str]]:
+               ) -> tuple[dict[str, float], dict[str, Hit]]:
     """Every candidate's score with its turn's context added, and the neighbours that join
     the candidates. ``own``: fused score by item key; ``turns``: the turn id and speaker of
     each candidate that is a turn (or a passage of one); ``cosines``: exact cosines of items,
     given key → content hash (None without vectors: a new neighbour then scores by its
-    context alone). Returns the scores by key (candidates and new neighbours) and the turn id
+    context alone). Returns the scores by key (candidates and new neighbours) and the item
     of each new key.
 
     Only people's turns give and gain context (``models(session, speaker)`` tells a
@@ -140,15 +142,14 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
               if not models(turn.session, speaker.get(id_, ""))}
     around = neighbours(db, list(places.values()))
     nearby = turn_items(db, {n for near in around.values() for n, _ in near} - set(places))
-    near_turns = {id_: (session, name) for id_, session, name, _ in nearby.values()}
+    near_turns = {hit.id: (hit.session, name) for hit, name in nearby.values()}
     people = set(places) | {id_ for id_, (session, name) in near_turns.items()
                             if not models(session, name)}
     around = {id_: _among_people(near, people) for id_, near in around.items()}
     fresh_ids = {n for near in around.values() for n, _ in near} - set(places)
-    fresh = {key: (id_, content_hash) for key, (id_, _, _, content_hash) in nearby.items()
-             if id_ in fresh_ids}
-    fresh_turn = {key: id_ for key, (id_, _) in fresh.items()}
-    found = (cosines({key: content_hash for key, (_, content_hash) in fresh.items()})
+    fresh = {key: hit for key, (hit, _) in nearby.items() if hit.id in fresh_ids}
+    fresh_turn = {key: hit.id for key, hit in fresh.items()}
+    found = (cosines({key: hit.content_hash for key, hit in fresh.items()})
              if cosines is not None and fresh else {})
     scores = dict(own)
     for key in fresh_turn:
@@ -168,4 +169,4 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
         id_ = turn_all.get(key)
         if id_ is not None and id_ in context:
             scores[key] += CONTEXT_WEIGHT * context[id_]
-    return scores, fresh_turn
+    return scores, fresh

@@ -287,7 +287,7 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
                         if hit.source == TURN},
             (lambda keys: semantic.cosines(named.query, keys)) if semantic is not None else None,
             COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats))
-        hits.update(items_by_key(db, _contenders(fused, fresh)))
+        hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
@@ -326,12 +326,13 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
     return ranked
 
 
-def _contenders(fused: dict[str, float], fresh: dict[str, str]) -> list[str]:
-    """The neighbours that joined (``fresh``) worth reading: those among the
-    :data:`CONTENDERS` best fused scores. A neighbour below them is not read and drops out:
-    at 100,000 items reading every neighbour (~4 a candidate: text, refs, time) took a third
-    of warm recall (p50 49 → 35 ms), and none of the dev sets' answers ranks that low (the
-    same evidence recall at 200 as with every neighbour; at 60 LoCoMo lost one)."""
+def _contenders(fused: dict[str, float], fresh: dict[str, Hit]) -> list[str]:
+    """The neighbours that joined (``fresh``) that are ranked: those among the
+    :data:`CONTENDERS` best fused scores; a neighbour below them drops out. Begun as a cost
+    cut — at 100,000 items reading every neighbour's item a second time took a third of warm
+    recall (p50 49 → 35 ms); the items now come with the speakers' read — and kept as the
+    ranking it gave: none of the dev sets' answers ranks that low (the same evidence recall
+    at 200 as with every neighbour; at 60 LoCoMo lost one)."""
     if not fresh:
         return []
     scores = sorted(fused.values(), reverse=True)
@@ -389,15 +390,14 @@ def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit
     :data:`~projections.speakers.OTHER_WEIGHT` of its score, and a hit is shown with its
     reply only when the reply is a named speaker's (a question put to them, answered).
     Returns the re-ranked hits and each turn hit's reply to show."""
-    turns = [hit for _, hit in ranked if hit.source == TURN]
     speakers = [speaker_of(hit.content) if hit.source == TURN else "" for _, hit in ranked]
     if not named.speakers or {s for s in speakers if s} <= named.speakers:
-        return ranked, _Replies(db, turns)
-    replies = _Replies(db, turns, lambda reply: speaker_of(reply.content) in named.speakers)
+        return ranked, _Replies(db, [hit for _, hit in ranked if hit.source == TURN])
     factors = speaker_factors(named.speakers, speakers)
     voiced = [(score * f, hit) for (score, hit), f in zip(ranked, factors, strict=True)]
     voiced.sort(key=lambda pair: (-pair[0], pair[1].key))
-    return voiced, replies
+    return voiced, _Replies(db, [hit for _, hit in voiced if hit.source == TURN],
+                            lambda reply: speaker_of(reply.content) in named.speakers)
 
 
 def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: _Replies,
@@ -484,11 +484,12 @@ def _extend(filler: _Filler, turn: _Turn, part: int, hit: Hit) -> bool:
 
 class _Replies:
     """Each turn hit's reply to show (:func:`_replies`), read when asked for, for the next
-    :attr:`BATCH` turns in rank order at a time: packing looks at the first few dozen of
-    hundreds of hits, and reading every reply took ~2 ms of a warm recall at 100,000 items.
-    ``keep`` says which replies may be shown."""
+    :attr:`BATCH` turns in rank order at a time: packing looks at the first hundred or so of
+    hundreds of hits (~100 turns at 100,000 items, LoCoMo questions: two batches of 64, 3.4
+    of 32), and reading every reply took ~2 ms of a warm recall. ``keep`` says which
+    replies may be shown."""
 
-    BATCH = 32
+    BATCH = 64
 
     def __init__(self, db: sqlite3.Connection, turns: list[Hit],
                  keep: Callable[[Hit], bool] | None = None) -> None:
