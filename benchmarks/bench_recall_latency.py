@@ -12,8 +12,9 @@ For each size: a temporary home gets a synthetic transcript of that many turns (
 texts, each made distinct), `diarist import`, `diarist sync --no-embed`, the real embedding
 model exported and chosen (`ensure_model`), and then — instead of embedding every item with
 the model, which would take minutes and measure nothing new — a seeded random unit vector per
-item in the embeddings cache, and the matrix file built (`refresh_vectors`). Vector search is
-a brute-force scan, so its cost does not depend on the values.
+item in the embeddings cache, and the matrix file built (`refresh_vectors`). Vector search
+reads every slot's sign code and scores the 4,096 nearest exactly, so its cost hardly
+depends on the values (how well it finds real nearest vectors: ``bench_prescan.py``).
 
 Warm: `recall()` in one process for LoCoMo questions (query embedding with the real model,
 FTS5, cosine scan, fusion, budget 512): p50/p95. Cold: `diarist recall QUESTION --json` as a

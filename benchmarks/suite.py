@@ -18,8 +18,8 @@ Parts (each the successor of one of the older scripts, whose helpers it uses):
   (s), append latency on that log (p50 / p99), ``var/`` size per 1,000 turns, and a
   ``diarist worker`` on the home: pickup latency and its peak RSS;
 - ``recall`` (bench_recall_latency.py) — per size: the real model exported once and chosen,
-  a seeded random unit vector per item (a brute-force scan costs the same whatever the
-  values), then warm ``recall()`` p50 / p95 lexical only and hybrid, and the cold
+  a seeded random unit vector per item (the vector search costs about the same whatever
+  the values), then warm ``recall()`` p50 / p95 lexical only and hybrid, and the cold
   ``diarist recall QUERY --json`` process (median, peak RSS);
 - ``chat`` (bench_session_start.py) — per size: the cold ``diarist chat --backend scripted``
   to its first prompt and to its first reply (with the injection), in a pseudo-terminal;
