@@ -10,6 +10,7 @@ import pytest
 from events import EventLog, Home
 from events.types import AssistantTurn, SessionStarted, UserTurn
 from projections import ProjectionStore, open_store
+from projections import context as context_module
 from projections.context import (
     CONTEXT_WEIGHT,
     FAR_WEIGHT,
@@ -104,6 +105,26 @@ def test_a_turn_next_to_a_matching_one_joins_with_its_context(
     assert scores[rows["c:0"]] == pytest.approx(CONTEXT_WEIGHT * 0.5)   # two turns away
     assert rows["c:5"] not in scores                                    # another session
     assert scores[asked] == pytest.approx(1.0)  # its neighbours scored nothing of their own
+
+
+def test_only_the_best_candidates_gain_context(log: EventLog, store: ProjectionStore,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With CONTEXT_OF = 1 only the best candidate turn has its neighbours read: the weaker
+    candidate gains nothing from the turns around it, and nothing new joins from there."""
+    two_friends(log)
+    store.catch_up_all()
+    rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), key FROM search_items"))
+    strong, weak = rows["c:2"], rows["c:6"]  # s1 "Which team…", s2 "John, the lake…"
+    turns = {strong: (strong.split(":")[1], "Tim"), weak: (weak.split(":")[1], "Tim")}
+    monkeypatch.setattr(context_module, "CONTEXT_OF", 1)
+    scores, fresh = in_context(store.db, {strong: 1.0, weak: 0.5}, turns, None, 3.0,
+                               lambda session, speaker: False)
+    assert rows["c:3"] in fresh and rows["c:5"] not in fresh  # s2's other turn: not read
+    assert scores[weak] == pytest.approx(0.5)
+    monkeypatch.setattr(context_module, "CONTEXT_OF", 2)
+    scores, fresh = in_context(store.db, {strong: 1.0, weak: 0.5}, turns, None, 3.0,
+                               lambda session, speaker: False)
+    assert rows["c:5"] in fresh and scores[rows["c:5"]] == pytest.approx(CONTEXT_WEIGHT * 0.5)
 
 
 def test_neighbours_are_the_two_turns_each_side_in_the_same_session(
