@@ -423,6 +423,9 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: _Rep
             if hit.content_hash not in seen_hashes and _extend(filler, turns[hit.id], part, hit):
                 seen_hashes.add(hit.content_hash)
             continue
+        if (filler.budget > 0 and hit.content_hash not in seen_hashes
+                and estimate(hit.content) > filler.room()):
+            continue  # does not fit, with its reply or without: the reply is not read
         pair = _exchange(db, hit, replies.get(hit.key) if part is None else None,
                          asked.get(hit.id), whole=filler.budget <= 0)
         parts = [p for p in pair if p is not None and p.content_hash not in seen_hashes]

@@ -24,7 +24,7 @@ from events.types import (
 from projections import ProjectionStore
 from projections.long_term import CAP, MARKER, cap
 from projections.memories import get_memory, list_memories
-from projections.search import search
+from projections.search import _selective_terms, search
 
 UTC = dt.UTC
 
@@ -196,6 +196,24 @@ def test_search_takes_fts_syntax_as_words(log: EventLog, store: ProjectionStore,
     hits = search(store.db, query, 5)
     assert bool(hits) == found
     assert all(note.id in h.id for h in hits), [h.id for h in hits]  # the note, nothing else
+
+
+def test_a_query_searches_its_rare_words(log: EventLog, store: ProjectionStore) -> None:
+    """A word in more than 2 % of the items (and more than 50) is left out of the query while
+    a rarer one remains; with only common words, the rarest of them is searched — or none
+    when cosine results stand beside the list (``common=False``). 50 items is still rare."""
+    for i in range(200):
+        words = ["common"] + (["zeta"] if i < 120 else []) + (["edge"] if i < 50 else []) \
+            + (["ledge"] if i < 51 else []) + (["rare"] if i < 2 else [])
+        log.append(Remembered(text=" ".join(words) + f" note{i}"), stream="memory")
+    store.catch_up_all()
+    assert _selective_terms(store.db, "common rare zeta") == ["rare"]
+    assert _selective_terms(store.db, "common edge ledge") == ["edge"]
+    assert _selective_terms(store.db, "common zeta") == ["zeta"]  # the rarest common word
+    assert _selective_terms(store.db, "zeta common", common=False) == []
+    assert _selective_terms(store.db, "common nowhere") == ["common"]
+    assert {h.content for h in search(store.db, "common rare", 10)} == {
+        "common zeta edge ledge rare note0", "common zeta edge ledge rare note1"}
 
 
 def test_secrets_never_reach_projections(home: Home, log: EventLog, store: ProjectionStore) -> None:
