@@ -69,7 +69,7 @@ ESSAY_PASSAGES = 4
 class Semantic(Protocol):
     """Cosine search (see :mod:`projections.semantic`)."""
 
-    def prefetch(self, query: str) -> None: ...
+    def prefetch(self, query: str, k: int = 0) -> None: ...
 
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
@@ -270,7 +270,7 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
     memories) confidence; inactive memories left out; best first. The semantic half embeds
     the query without the speakers' names it holds (``named.query``)."""
     if semantic is not None:
-        semantic.prefetch(named.query)  # embedded on another thread while FTS5 runs
+        semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
     lexical = search(db, query, CANDIDATES, common=semantic is None)
     cosines: dict[str, float] = {}
     if semantic is not None:

@@ -12,6 +12,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .engine import ProjectionStore
     from .vector_cache import ActiveModel
+    from .vector_matrix import MatrixState
+    from .vector_search import Prescan
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -28,14 +30,20 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def _embed_query(home: Home, active: ActiveModel, query: str) -> Any | None:
+def _embed_query(home: Home, active: ActiveModel, query: str, state: MatrixState | None,
+                 k: int) -> tuple[Any | None, Prescan | None]:
+    """The query's vector, and (``k`` > 0, a matrix file in ``state``) the file's best
+    ``k`` for it: no database is read on this thread."""
     from .embedding import ModelUnavailable, load_embedder
+    from .vector_search import prescan
 
     try:
         embedder = load_embedder(home, active)
     except ModelUnavailable:  # as active_embedder: recall is then lexical only
-        return None
-    return embedder.embed([query])[0]
+        return None, None
+    vector = embedder.embed([query])[0]
+    ready = prescan(home, state, active, vector, k) if k > 0 and state is not None else None
+    return vector, ready
 
 
 class SemanticSearch:
@@ -47,21 +55,25 @@ class SemanticSearch:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
         self._pending: tuple[str, ActiveModel, Future[Any]] | None = None
+        self._ready: tuple[str, Prescan] | None = None  # the last query's prescan, unused
 
-    def prefetch(self, query: str) -> None:
+    def prefetch(self, query: str, k: int = 0) -> None:
         """Start embedding ``query`` (and loading the model, the first time) on another
-        thread: recall runs its lexical search meanwhile — onnxruntime and SQLite both let
-        go of the GIL, and a machine has two cores. The model is chosen here: the projection
-        database is only read on the caller's thread."""
+        thread, and then (``k`` > 0) the matrix file's part of :meth:`nearest` for the best
+        ``k``: recall runs its lexical search meanwhile — onnxruntime, numpy and SQLite let
+        go of the GIL, and a machine has two cores. The model and the file are chosen here:
+        the projection database is only read on the caller's thread."""
         from .vector_cache import active_model
+        from .vector_matrix import matrix_state
 
         if (not query.strip() or (self._last and self._last[0] == query)
                 or (self._pending and self._pending[0] == query)):
             return
         active = active_model(self.store)
         if active is not None:
+            state = matrix_state(self.store.db) if k > 0 else None
             self._pending = (query, active, _pool().submit(_embed_query, self.home, active,
-                                                           query))
+                                                           query, state, k))
 
     def _vector(self, query: str) -> Any | None:
         from .embedding import active_embedder
@@ -71,9 +83,11 @@ class SemanticSearch:
             return self._last[1]
         pending, self._pending = self._pending, None
         if pending and pending[0] == query and pending[1] == active_model(self.store):
-            vector = pending[2].result()
+            vector, ready = pending[2].result()
             if vector is None:
                 return None
+            if ready is not None:
+                self._ready = (query, ready)
         else:
             embedder = active_embedder(self.home, self.store)
             if embedder is None or not query.strip():
@@ -87,7 +101,10 @@ class SemanticSearch:
         from .vector_search import vector_search
 
         vector = self._vector(query)
-        return [] if vector is None else vector_search(self.store, self.home, vector, k)
+        ready, self._ready = self._ready, None
+        prescanned = ready[1] if ready is not None and ready[0] == query else None
+        return [] if vector is None else vector_search(self.store, self.home, vector, k,
+                                                       prescanned=prescanned)
 
     def cosines(self, query: str, keys: Mapping[str, str]) -> dict[str, float]:
         """Exact cosines of the given items, key → the content hash read for it (those not

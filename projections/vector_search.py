@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from events import Home
@@ -16,8 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int,
-                  keys_filter: Iterable[str] | Mapping[str, str] | None = None
-                  ) -> list[tuple[str, float]]:
+                  keys_filter: Iterable[str] | Mapping[str, str] | None = None,
+                  prescanned: Prescan | None = None) -> list[tuple[str, float]]:
     """The ``k`` items nearest to ``query_vec`` (a unit vector from the active model's
     embedder) by cosine, best first, as ``(item key, cosine)``; ties by key. ``keys_filter``
     restricts the search to those item keys; given as a mapping, key → the content hash the
@@ -26,7 +27,9 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
     the result is ``[]``.
 
     Reads one consistent snapshot of the projection db (unless the caller already has a
-    transaction open). ``home`` locates the matrix file (default: the store's)."""
+    transaction open). ``home`` locates the matrix file (default: the store's).
+    ``prescanned``: :func:`prescan` of this same query, done beforehand (on another thread);
+    used when it was of the file and slot count this snapshot has."""
     import numpy as np
 
     if k <= 0:
@@ -55,7 +58,9 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
                             keys_filter if isinstance(keys_filter, Mapping) else None)
         if matrix is None or state is None:
             return _exact(db, active, query, k)
-        hits = _from_matrix(db, active, matrix, state.count, query, k)
+        ready = (prescanned if prescanned is not None and prescanned.file == state.file
+                 and prescanned.count == state.count else None)
+        hits = _from_matrix(db, active, matrix, state.count, query, k, ready)
         if state.generation != generation(db):
             # embedded (or re-added) since the last refresh: not in the file yet
             extra = _exact(db, active, query, k, unslotted=True)
@@ -135,22 +140,68 @@ def _exact(db: sqlite3.Connection, active: ActiveModel, query: np.ndarray, k: in
 PRESCAN_KEEP = 4096
 
 
-def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
-                 query: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The best candidates of the file's scan (:meth:`Matrix.nearest`), each checked against
-    the projection (item still there, same content); widens the candidate set while too
-    few survive the check."""
+def _want(k: int, count: int) -> int:
+    """Slots checked against the projection for the best ``k``: the scores are exact, so a
+    margin for dead slots only."""
+    return min(count, k + max(16, k // 2))
+
+
+@dataclass(frozen=True)
+class Prescan:
+    """The best slots of a matrix file for one query, with exact scores (:func:`prescan`)."""
+
+    file: str
+    count: int
+    want: int
+    slots: np.ndarray
+    scores: np.ndarray
+
+
+def prescan(home: Home, state: MatrixState, active: ActiveModel, query_vec: Any,
+            k: int) -> Prescan | None:
+    """The file's part of :func:`vector_search` for the best ``k``, which reads no database:
+    recall runs it on the thread that embedded the query, while its own thread is still in
+    FTS5 (on the questions where FTS5 takes longer than the embedding — the slowest ones —
+    the vector search is then done when it returns). ``state`` and ``active`` are read by
+    the caller. None when the file cannot be used."""
     import numpy as np
 
+    matrix = _usable_matrix(home, state, active)
+    if matrix is None or not state.count:
+        return None
+    query = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(-1))
+    want = _want(k, state.count)
+    slots, scores = _best_slots(matrix, state.count, query, want)
+    return Prescan(state.file, state.count, want, slots, scores)
+
+
+def _best_slots(matrix: Matrix, count: int, query: np.ndarray,
+                want: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    single_threaded_blas()
+    slots, scores = matrix.nearest(query, count, max(PRESCAN_KEEP, want))
+    if len(slots) > want:
+        best = np.argpartition(scores, len(slots) - want)[len(slots) - want:]
+        slots, scores = slots[best], scores[best]
+    return slots, scores
+
+
+def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
+                 query: np.ndarray, k: int, ready: Prescan | None = None
+                 ) -> list[tuple[str, float]]:
+    """The best candidates of the file's scan (:meth:`Matrix.nearest`; ``ready`` when done
+    already), each checked against the projection (item still there, same content); widens
+    the candidate set while too few survive the check."""
     if not count:
         return []
-    single_threaded_blas()
-    want = min(count, k + max(16, k // 2))  # the scores are exact: a margin for dead slots
+    want = _want(k, count)
     while True:
-        slots, scores = matrix.nearest(query, count, max(PRESCAN_KEEP, want))
-        if len(slots) > want:
-            best = np.argpartition(scores, len(slots) - want)[len(slots) - want:]
-            slots, scores = slots[best], scores[best]
+        if ready is not None and ready.want >= want:
+            slots, scores = ready.slots, ready.scores
+        else:
+            slots, scores = _best_slots(matrix, count, query, want)
+        ready = None
         live = _live_slots(db, [int(s) for s in slots])
         hits = [(live[int(slot)], float(score)) for slot, score in zip(slots, scores, strict=True)
                 if int(slot) in live]

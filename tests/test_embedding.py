@@ -321,15 +321,18 @@ def test_batches_run_side_by_side_with_the_same_vectors(exported_model: Path) ->
     assert together.session.get_session_options().intra_op_num_threads == 1
 
 
-def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventLog) -> None:
-    """The query's embedding runs beside the lexical search (a thread of its own), and the
-    result is what the caller's thread would have computed."""
+def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventLog,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query's embedding — and the matrix file's scan for it — run beside the lexical
+    search (a thread of its own), and the result is what the caller's thread would have
+    computed."""
     from events.types import UserTurn
     from projections import open_store
     from projections.embedding import active_embedder
     from projections.recall import recall
     from projections.semantic import semantic_searcher
     from projections.vector_embed import embed_pending
+    from projections.vector_matrix import Matrix
 
     log.append(UserTurn(session="s", text="we adopted a puppy named Biscuit"), stream="s")
     ensure_model(model_home, log)
@@ -345,10 +348,19 @@ def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventL
             return embed(texts)
 
         embedder.embed = recording  # type: ignore[method-assign]
+        scans: list[str] = []
+        nearest = Matrix.nearest
+
+        def scan(self: Matrix, *args: object) -> object:
+            scans.append(threading.current_thread().name)
+            return nearest(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Matrix, "nearest", scan)
         semantic = semantic_searcher(model_home, store)
         assert semantic is not None
         result = recall(store.db, "a new dog", 512, 10, semantic)
         assert [i.content for i in result.items] == ["user: we adopted a puppy named Biscuit"]
         assert len(threads) == 1 and threads[0].startswith("diarist-query"), threads
+        assert scans == threads, scans  # scanned once, there, not again on this thread
         expected = embed(["a new dog"])[0]
         assert np.array_equal(semantic._vector("a new dog"), expected)

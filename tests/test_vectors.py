@@ -223,6 +223,34 @@ def test_the_sign_code_prescan_scores_exactly_and_finds_what_it_should(
                 exact(store, word_vector("rain kites"), 10))
 
 
+def test_a_prescan_done_beforehand_is_used_when_it_is_of_the_same_file(
+        store: ProjectionStore, log: EventLog, home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall scans the file on the thread that embedded the query (``prescan``, no database
+    read there); the search then checks those slots instead of scanning again — unless the
+    file has changed since, when it scans afresh."""
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    query = word_vector("puppy beach")
+    active = active_model(store)
+    ready = vector_search_module.prescan(home, vector_matrix.matrix_state(store.db), active,
+                                         query, 3)
+    assert ready is not None and ready.count == len(TEXTS)
+    expected = vector_search(store, home, query, 3)
+    with monkeypatch.context() as patched:  # a second scan would fail
+        patched.setattr(vector_matrix.Matrix, "nearest", lambda *a: pytest.fail("scanned"))
+        assert vector_search(store, home, query, 3, prescanned=ready) == expected
+    assert expected[0][0] == key(events[3])
+
+    newer = say(log, "my puppy loves the beach at dawn")
+    store.catch_up_all()
+    embed_pending(store, fake(store))  # refreshed: one more slot, the prescan is stale
+    hits = vector_search(store, home, query, 3, prescanned=ready)
+    assert key(newer) in {h[0] for h in hits}
+    assert same(hits, exact(store, query, 3))
+
+
 def test_a_slot_left_zeroed_by_a_crash_is_scored_from_the_cache(
         store: ProjectionStore, log: EventLog, home: Home) -> None:
     """A refresh that zeroed a slot and died before freeing it leaves zeros behind a slot the
