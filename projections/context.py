@@ -128,6 +128,48 @@ def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[Hit, st
             for key, source, id_, content, at, refs, session, type_, content_hash in sorted(rows)}
 
 
+class TurnReads:
+    """What the context step reads of turns — where a turn sits, the turns around it, their
+    items — each read once, by turn id. Recall reads the lexical candidates' share
+    (:meth:`warm`) while the query is embedded and the vectors scanned on the other thread,
+    where its own thread would otherwise wait."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self._places: dict[str, Turn | None] = {}
+        self._around: dict[str, list[tuple[str, float]]] = {}
+        self._items: dict[str, dict[str, tuple[Hit, str]]] = {}  # turn id → key → item
+
+    def places(self, ids: list[str]) -> dict[str, Turn]:
+        unread = [id_ for id_ in ids if id_ not in self._places]
+        if unread:
+            found = candidate_turns(self.db, unread)
+            self._places.update({id_: found.get(id_) for id_ in unread})
+        return {id_: turn for id_ in ids if (turn := self._places[id_]) is not None}
+
+    def around(self, turns: list[Turn]) -> dict[str, list[tuple[str, float]]]:
+        unread = [turn for turn in turns if turn.id not in self._around]
+        if unread:
+            self._around.update(neighbours(self.db, unread))
+        return {turn.id: self._around[turn.id] for turn in turns}
+
+    def items(self, ids: set[str]) -> dict[str, tuple[Hit, str]]:
+        unread = {id_ for id_ in ids if id_ not in self._items}
+        if unread:
+            for id_ in unread:
+                self._items[id_] = {}
+            for key, (hit, name) in turn_items(self.db, unread).items():
+                self._items[hit.id][key] = (hit, name)
+        return dict(sorted((key, item) for id_ in ids for key, item in self._items[id_].items()))
+
+    def warm(self, ids: list[str]) -> None:
+        """Read ahead for these candidate turns: where they sit, their neighbours and the
+        neighbours' items."""
+        places = self.places(sorted(set(ids)))
+        near = self.around(list(places.values()))
+        self.items({n for around in near.values() for n, _ in around} - set(places))
+
+
 def _best_turns(own: Mapping[str, float], turn_of: Mapping[str, str],
                 places: Mapping[str, Turn]) -> list[str]:
     """The :data:`CONTEXT_OF` candidate turns with the best own score (a turn cut into
@@ -141,14 +183,14 @@ def _best_turns(own: Mapping[str, float], turn_of: Mapping[str, str],
 def in_context(db: sqlite3.Connection, own: Mapping[str, float],
                turns: Mapping[str, tuple[str, str]],
                cosines: Callable[[dict[str, str]], dict[str, float]] | None,
-               cosine_weight: float, models: Callable[[str, str], bool]
-               ) -> tuple[dict[str, float], dict[str, Hit]]:
+               cosine_weight: float, models: Callable[[str, str], bool],
+               reads: TurnReads | None = None) -> tuple[dict[str, float], dict[str, Hit]]:
     """Every candidate's score with its turn's context added, and the neighbours that join
     the candidates. ``own``: fused score by item key; ``turns``: the turn id and speaker of
     each candidate that is a turn (or a passage of one); ``cosines``: exact cosines of items,
     given key → content hash (None without vectors: a new neighbour then scores by its
-    context alone). Returns the scores by key (candidates and new neighbours) and the item
-    of each new key.
+    context alone); ``reads``: what was read of the turns already (:class:`TurnReads`).
+    Returns the scores by key (candidates and new neighbours) and the item of each new key.
 
     Only people's turns give and gain context (``models(session, speaker)`` tells a
     model's turn): a model's reply restates the topic of the message it answers, at
@@ -156,14 +198,15 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
     chats with an assistant), context between all turns took top-10 evidence recall from
     0.967 to 0.850; on LoCoMo (two people) it is what finds the answer said next to the
     question."""
+    reads = reads or TurnReads(db)
     turn_of = {key: id_ for key, (id_, _) in turns.items()}
     speaker = {id_: name for id_, name in turns.values()}
-    places = {id_: turn for id_, turn in candidate_turns(db, sorted(set(turn_of.values()))).items()
+    places = {id_: turn for id_, turn in reads.places(sorted(set(turn_of.values()))).items()
               if not models(turn.session, speaker.get(id_, ""))}
-    around = neighbours(db, [places[id_] for id_ in _best_turns(own, turn_of, places)])
+    around = reads.around([places[id_] for id_ in _best_turns(own, turn_of, places)])
     for place in places:
         around.setdefault(place, [])  # below the best CONTEXT_OF: no context of its own
-    nearby = turn_items(db, {n for near in around.values() for n, _ in near} - set(places))
+    nearby = reads.items({n for near in around.values() for n, _ in near} - set(places))
     near_turns = {hit.id: (hit.session, name) for hit, name in nearby.values()}
     people = set(places) | {id_ for id_, (session, name) in near_turns.items()
                             if not models(session, name)}

@@ -272,8 +272,11 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
     if semantic is not None:
         semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
     lexical = search(db, query, CANDIDATES, common=semantic is None)
+    reads = context.TurnReads(db)
     cosines: dict[str, float] = {}
     if semantic is not None:
+        if context.CONTEXT_WEIGHT:  # while the other thread embeds and scans
+            reads.warm([hit.id for hit in lexical if hit.source == TURN])
         cosines = dict(semantic.nearest(named.query, CANDIDATES))
         missing = {h.key: h.content_hash for h in lexical if h.key not in cosines}
         cosines.update(semantic.cosines(named.query, missing))
@@ -286,7 +289,7 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
             db, fused, {key: (hit.id, speaker_of(hit.content)) for key, hit in hits.items()
                         if hit.source == TURN},
             (lambda keys: semantic.cosines(named.query, keys)) if semantic is not None else None,
-            COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats))
+            COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats), reads)
         hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])

@@ -14,9 +14,11 @@ from projections import context as context_module
 from projections.context import (
     CONTEXT_WEIGHT,
     FAR_WEIGHT,
+    TurnReads,
     candidate_turns,
     in_context,
     neighbours,
+    turn_items,
 )
 from projections.items import TURN, embedding_text
 from projections.recall import recall
@@ -150,6 +152,32 @@ def test_neighbours_are_the_two_turns_each_side_in_the_same_session(
     assert near[a[2]] == [(a[1], 1.0), (a[0], FAR_WEIGHT), (a[3], 1.0), (a[4], FAR_WEIGHT)]
     assert near[a[4]] == [(a[3], 1.0), (a[2], FAR_WEIGHT)]
     assert neighbours(store.db, []) == {}
+
+
+def test_turn_reads_read_each_turn_once_and_answer_as_the_plain_reads(
+        log: EventLog, store: ProjectionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall reads the lexical candidates' turns ahead (``TurnReads.warm``) while the query
+    is embedded; the context step then reads only what is new, and finds the same."""
+    two_friends(log)
+    store.catch_up_all()
+    rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), id FROM search_items"))
+    ids = [rows["c:2"], rows["c:6"]]
+    plain_places = candidate_turns(store.db, ids)
+    plain_around = neighbours(store.db, list(plain_places.values()))
+    near = {n for around in plain_around.values() for n, _ in around} - set(ids)
+    plain_items = turn_items(store.db, near)
+    reads = TurnReads(store.db)
+    reads.warm(ids)
+    calls: list[str] = []
+    for name in ("candidate_turns", "neighbours", "turn_items"):
+        real = getattr(context_module, name)
+        monkeypatch.setattr(context_module, name,
+                            lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    assert reads.places(ids) == plain_places
+    assert reads.around(list(plain_places.values())) == plain_around
+    assert reads.items(near) == plain_items
+    assert calls == []  # all read ahead
+    assert reads.places([rows["c:0"]]) and calls == ["candidate_turns"]  # a new one is read
 
 
 def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore) -> None:
