@@ -293,14 +293,15 @@ def bench_search(folder: Path, variant: str, n: int, questions: list[str]) -> di
             vector_search(store, home, q, 10)
             search_ms.append((time.perf_counter() - t0) * 1000)
         from projections.vector_matrix import matrix_state, open_matrix
+        from projections.vector_search import PRESCAN_KEEP
 
         state = matrix_state(store.db)
         matrix = open_matrix(home, state.file, state.dimension, state.count)
         scan_ms = []
-        for q in queries:  # the cosine scan and the top-k alone
+        for q in queries:  # the file's scan (sign codes, exact scores) and the top-k alone
             t0 = time.perf_counter()
-            scores = matrix.scores(q, state.count)
-            np.argpartition(scores, state.count - 40)[state.count - 40:]
+            slots, scores = matrix.nearest(q, state.count, PRESCAN_KEEP)
+            np.argpartition(scores, len(scores) - 40)[len(scores) - 40:]
             scan_ms.append((time.perf_counter() - t0) * 1000)
         model = active_embedder(home, store)
         model.embed_one("warm-up")
@@ -323,8 +324,10 @@ def bench_search(folder: Path, variant: str, n: int, questions: list[str]) -> di
 
 
 def bench_layouts(n: int = 100_000, d: int = 384) -> dict[str, Any]:
-    """The scan alone, over the same random unit vectors in other layouts (why the matrix
-    file is laid out in blocks, float32): p50 / p95 of 40 scans each, BLAS on one thread."""
+    """A full float scan alone, over the same random unit vectors in several layouts (why
+    the matrix file was laid out in blocks of float32 before it got sign codes, DIARVEC1):
+    p50 / p95 of 40 scans each, BLAS on one thread. Today's search reads sign codes and a few
+    thousand rows instead (``bench_prescan.py``)."""
     import numpy as np
 
     from projections.vector_matrix import BLOCK, single_threaded_blas
@@ -349,7 +352,7 @@ def bench_layouts(n: int = 100_000, d: int = 384) -> dict[str, Any]:
     q8 = np.clip(np.round(q * 127 / np.abs(q).max()), -127, 127).astype(np.int8)
     half = rows.astype(np.float16)
     cases = {
-        "blocks of 4,096, float32 (diarist)": block_scan,
+        "blocks of 4,096, float32 (diarist's DIARVEC1 file)": block_scan,
         "one item per row, float32": lambda: rows @ q,
         "one item per row, int8 (numpy; timing only, it overflows)": lambda: int8 @ q8,
         "one item per row, float16 (numpy)": lambda: half @ q.astype(np.float16),

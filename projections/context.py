@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .search import Hit
+from .search import HIT_COLUMNS, Hit
 from .speakers import speaker_of
 
 CONTEXT_WEIGHT = 0.35  # share of the best neighbour's score a turn gains
@@ -119,13 +119,10 @@ def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[Hit, st
     # By id, then the text of those rows only: CROSS JOIN keeps SQLite from scanning the
     # whole full-text index first (as it chose to, given an ORDER BY: 80 ms at 100,000 items)
     rows = db.execute(
-        "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
-        " i.content_hash FROM search_items i CROSS JOIN search_fts f ON f.rowid = i.rowid"
-        f" WHERE i.id IN ({','.join('?' * len(unique))}) AND +i.source = 'turn'",
-        unique).fetchall()
-    return {key: (Hit(key, source, id_, content, at, refs, session, type_, content_hash, 0.0),
-                  speaker_of(content))
-            for key, source, id_, content, at, refs, session, type_, content_hash in sorted(rows)}
+        f"SELECT {HIT_COLUMNS}, 0.0 FROM search_items i CROSS JOIN search_fts f"
+        f" ON f.rowid = i.rowid WHERE i.id IN ({','.join('?' * len(unique))})"
+        " AND +i.source = 'turn'", unique).fetchall()
+    return {row[0]: (Hit(*row), speaker_of(row[3])) for row in sorted(rows)}
 
 
 class TurnReads:

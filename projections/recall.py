@@ -490,9 +490,9 @@ def _extend(filler: _Filler, turn: _Turn, part: int, hit: Hit) -> bool:
 
 class _Replies:
     """Each turn hit's reply to show (:func:`_replies`), read when asked for, for the next
-    :attr:`BATCH` turns in rank order at a time: packing looks at the first hundred or so of
-    hundreds of hits (~100 turns at 100,000 items, LoCoMo questions: two batches of 64, 3.4
-    of 32), and reading every reply took ~2 ms of a warm recall. ``keep`` says which
+    :attr:`BATCH` turns in rank order at a time: packing looks at the first few dozen of
+    hundreds of hits (~70 turns at 100,000 items, LoCoMo questions: 1.1 batches of 64 a
+    question), and reading every reply took ~2 ms of a warm recall. ``keep`` says which
     replies may be shown."""
 
     BATCH = 64

@@ -76,6 +76,10 @@ class Hit:
         return refs
 
 
+# What a Hit is read from (``search_items i`` and ``search_fts f``), its score after them
+HIT_COLUMNS = "i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type, i.content_hash"
+
+
 # A term found in more than this share of the items says little about any of them (a low
 # IDF) but costs the most: BM25 must score every item it matches. Such terms are left out
 # of the query when a rarer one remains.
@@ -127,19 +131,14 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
     args = [expression, *sources]
     try:
         rows = db.execute(
-            "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
-            " i.content_hash, -bm25(search_fts) FROM search_fts f"
+            f"SELECT {HIT_COLUMNS}, -bm25(search_fts) FROM search_fts f"
             " JOIN search_items i ON i.rowid = f.rowid"
             f" WHERE {where} ORDER BY bm25(search_fts) LIMIT ?", args + [k]).fetchall()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
         raise
-    return [Hit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
-            for r in rows]
-
-
-_COLUMNS = "i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type, i.content_hash"
+    return [Hit(*r) for r in rows]
 
 
 def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
@@ -155,7 +154,7 @@ def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
         if not top:
             return []
         rows = db.execute(
-            f"SELECT i.rowid, {_COLUMNS} FROM search_items i JOIN search_fts f"
+            f"SELECT i.rowid, {HIT_COLUMNS} FROM search_items i JOIN search_fts f"
             f" ON f.rowid = i.rowid WHERE i.rowid IN ({','.join('?' * len(top))})",
             [rowid for rowid, _ in top]).fetchall()
     except sqlite3.OperationalError as exc:
@@ -163,16 +162,14 @@ def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
             return []
         raise
     found = {r[0]: r for r in rows}
-    return [Hit(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], score)
-            for rowid, score in top if (r := found.get(rowid)) is not None]
+    return [Hit(*(*r[1:], score)) for rowid, score in top
+            if (r := found.get(rowid)) is not None]
 
 
 def items_by_key(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Hit]:
     if not keys:
         return {}
     rows = db.execute(
-        "SELECT i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
-        " i.content_hash, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
+        f"SELECT {HIT_COLUMNS}, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
         f" WHERE i.key IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
-    return {r[0]: Hit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
-            for r in rows}
+    return {r[0]: Hit(*r) for r in rows}

@@ -55,7 +55,7 @@ class SemanticSearch:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
         self._pending: tuple[str, ActiveModel, Future[Any]] | None = None
-        self._ready: tuple[str, Prescan] | None = None  # the last query's prescan, unused
+        self._ready: tuple[str, Prescan] | None = None  # a prescan nearest() has not used
 
     def prefetch(self, query: str, k: int = 0) -> None:
         """Start embedding ``query`` (and loading the model, the first time) on another

@@ -86,7 +86,8 @@ class Matrix:
                 raise ValueError(f"{path} has dimension {dim}, block {block}")
             size = os.fstat(handle.fileno()).st_size
             self.blocks = (size - HEADER) // block_bytes(dimension)
-            # (MAP_POPULATE was measured: no faster for a cold process's first scan)
+            # (MAP_POPULATE was measured, with the older layout: no faster for a cold
+            # process's first scan)
             self.map = mmap.mmap(handle.fileno(), HEADER + self.blocks * block_bytes(dimension),
                                  prot=mmap.PROT_READ) if self.blocks else None
         self.dimension = dimension

@@ -108,19 +108,13 @@ def _top(keys: Sequence[str], scores: np.ndarray, k: int) -> list[tuple[str, flo
 
 def _exact(db: sqlite3.Connection, active: ActiveModel, query: np.ndarray, k: int, *,
            keys: Sequence[str] | None = None, unslotted: bool = False) -> list[tuple[str, float]]:
-    """Score straight from the cache: the fallback without a usable matrix file, the
-    ``keys_filter`` path, and (``unslotted``) items the file does not have yet."""
-    rows: list[tuple[str, bytes]] = []
+    """Score straight from the cache: the fallback without a usable matrix file, items of
+    ``keys`` the file cannot give, and (``unslotted``) items the file does not have yet."""
+    sql = ("SELECT v.key, e.vector FROM vector_items v JOIN embeddings e"
+           " ON e.content_hash = v.content_hash AND e.model = ?")
     if keys is not None:
-        for start in range(0, len(keys), 500):
-            chunk = list(keys[start:start + 500])
-            rows += db.execute(
-                "SELECT v.key, e.vector FROM vector_items v JOIN embeddings e"
-                " ON e.content_hash = v.content_hash AND e.model = ?"
-                f" WHERE v.key IN ({','.join('?' * len(chunk))})", [active.key] + chunk).fetchall()
+        rows = _in_chunks(db, sql + " WHERE v.key IN", keys, [active.key])
     else:
-        sql = ("SELECT v.key, e.vector FROM vector_items v JOIN embeddings e"
-               " ON e.content_hash = v.content_hash AND e.model = ?")
         if unslotted:
             sql += (" WHERE NOT EXISTS (SELECT 1 FROM vector_slots s"
                     " WHERE s.key = v.key AND s.content_hash = v.content_hash)")
@@ -208,7 +202,8 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
         if len(hits) >= k or want >= count:
             break
         want = min(count, want * 4)
-    return _rescored_zeros(db, active, matrix, query, k, hits, live)
+    return _rescored_zeros(db, active, matrix, query, k, hits,
+                           {key: slot for slot, key in live.items()})
 
 
 def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
@@ -235,8 +230,7 @@ def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count:
     rest = [key for key in keys if key not in slot_of]
     if rest:
         hits += _exact(db, active, query, len(rest), keys=rest)
-    return _rescored_zeros(db, active, matrix, query, k, hits,
-                           {slot: key for key, slot in slot_of.items()})
+    return _rescored_zeros(db, active, matrix, query, k, hits, slot_of)
 
 
 def _live_slots(db: sqlite3.Connection, slots: Sequence[int]) -> dict[int, str]:
@@ -267,21 +261,18 @@ def _in_chunks(db: sqlite3.Connection, sql: str, values: Sequence[Any],
 
 def _rescored_zeros(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix,
                     query: np.ndarray, k: int, hits: list[tuple[str, float]],
-                    slots: dict[int, str]) -> list[tuple[str, float]]:
-    """The best ``k`` of ``hits``, after re-scoring from the cache any whose slot holds
-    zeros. The file's rows are the cache's vectors, written and synced before their slots
-    were committed; zeros are the one thing a crash can leave behind a committed slot (a
-    refresh that zeroed a gone item's slot, then died before it freed the slot, and the item
-    came back with the same content). A zero row scores exactly 0, so only those are read
-    again."""
+                    slot_of: Mapping[str, int]) -> list[tuple[str, float]]:
+    """The best ``k`` of ``hits`` (``slot_of``: the file's slot of each read from it),
+    after re-scoring from the cache any whose slot holds zeros. The file's rows are the
+    cache's vectors, written and synced before their slots were committed; zeros are the one
+    thing a crash can leave behind a committed slot (a refresh that zeroed a gone item's
+    slot, then died before it freed the slot, and the item came back with the same content).
+    A zero row scores exactly 0, so only those are read again."""
     import numpy as np
 
-    suspects = [key for key, score in hits if score == 0.0]
-    if suspects and slots:
-        by_key = {key: slot for slot, key in slots.items()}
-        in_file = [key for key in suspects if key in by_key]
-        empty = (~matrix.vectors(np.array([by_key[key] for key in in_file])).any(axis=1)
-                 if in_file else np.zeros(0, dtype=bool))
+    in_file = [key for key, score in hits if score == 0.0 and key in slot_of]
+    if in_file:
+        empty = ~matrix.vectors(np.array([slot_of[key] for key in in_file])).any(axis=1)
         zero = {in_file[int(i)] for i in np.nonzero(empty)[0]}
         if zero:
             hits = [h for h in hits if h[0] not in zero]
