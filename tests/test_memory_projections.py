@@ -24,7 +24,7 @@ from events.types import (
 from projections import ProjectionStore
 from projections.long_term import CAP, MARKER, cap
 from projections.memories import get_memory, list_memories
-from projections.search import _selective_terms, search
+from projections.search import _selective_terms, indexed_items, search
 
 UTC = dt.UTC
 
@@ -214,6 +214,34 @@ def test_a_query_searches_its_rare_words(log: EventLog, store: ProjectionStore) 
     assert _selective_terms(store.db, "common nowhere") == ["common"]
     assert {h.content for h in search(store.db, "common rare", 10)} == {
         "common zeta edge ledge rare note0", "common zeta edge ledge rare note1"}
+
+
+def test_the_item_count_read_from_the_index_is_the_count(log: EventLog,
+                                                        store: ProjectionStore) -> None:
+    """Which query words are rare depends on how many items there are; recall reads that
+    from FTS5's own record of it. It agrees with counting the items after adds (past one
+    varint byte), a forget and a MEMORY.md rewrite, and inside a transaction."""
+    def counted() -> int:
+        return int(store.db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0])
+
+    store.catch_up_all()
+    assert indexed_items(store.db) == counted() == 0
+    notes = [log.append(Remembered(text=f"note number {i}"), stream="memory") for i in range(300)]
+    store.catch_up_all()
+    before = counted()
+    assert indexed_items(store.db) == before >= 300
+    log.append(MemoryForgotten(ids=[n.id for n in notes[:180]]), stream="memory")
+    log.append(LongTermRewritten(content="# Tools\n- uv\n\n# Food\n- tea\n"), stream="memory")
+    store.catch_up_all()
+    after = counted()
+    assert indexed_items(store.db) == after and after < before - 100
+    store.db.execute("BEGIN")
+    try:
+        store.db.execute("DELETE FROM search_items WHERE rowid = (SELECT MIN(rowid) FROM"
+                         " search_items)")
+        assert indexed_items(store.db) == counted() == after - 1
+    finally:
+        store.db.execute("ROLLBACK")
 
 
 def test_secrets_never_reach_projections(home: Home, log: EventLog, store: ProjectionStore) -> None:
