@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .engine import ProjectionStore
     from .vector_cache import ActiveModel
-    from .vector_matrix import MatrixState
+    from .vector_matrix import MatrixState, Scoring
     from .vector_search import Prescan
 
 _POOL: ThreadPoolExecutor | None = None
@@ -31,19 +31,26 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _embed_query(home: Home, active: ActiveModel, query: str, state: MatrixState | None,
-                 k: int) -> tuple[Any | None, Prescan | None]:
+                 k: int, shared: Future[Scoring | None]) -> tuple[Any | None, Prescan | None]:
     """The query's vector, and (``k`` > 0, a matrix file in ``state``) the file's best
-    ``k`` for it: no database is read on this thread."""
+    ``k`` for it: no database is read on this thread. The exact scoring of the scan's
+    candidates is handed to ``shared`` when it starts (None when there is none), so the
+    caller's thread can help with it."""
     from .embedding import ModelUnavailable, load_embedder
     from .vector_search import prescan
 
     try:
-        embedder = load_embedder(home, active)
-    except ModelUnavailable:  # as active_embedder: recall is then lexical only
-        return None, None
-    vector = embedder.embed([query])[0]
-    ready = prescan(home, state, active, vector, k) if k > 0 and state is not None else None
-    return vector, ready
+        try:
+            embedder = load_embedder(home, active)
+        except ModelUnavailable:  # as active_embedder: recall is then lexical only
+            return None, None
+        vector = embedder.embed([query])[0]
+        ready = (prescan(home, state, active, vector, k, shared.set_result)
+                 if k > 0 and state is not None else None)
+        return vector, ready
+    finally:
+        if not shared.done():
+            shared.set_result(None)
 
 
 class SemanticSearch:
@@ -54,7 +61,8 @@ class SemanticSearch:
     def __init__(self, home: Home, store: ProjectionStore) -> None:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
-        self._pending: tuple[str, ActiveModel, Future[Any]] | None = None
+        # a prefetch: its query and model, its result, the scoring it shares
+        self._pending: tuple[str, ActiveModel, Future[Any], Future[Scoring | None]] | None = None
         self._ready: tuple[str, Prescan] | None = None  # a prescan nearest() has not used
 
     def prefetch(self, query: str, k: int = 0) -> None:
@@ -69,11 +77,14 @@ class SemanticSearch:
         if (not query.strip() or (self._last and self._last[0] == query)
                 or (self._pending and self._pending[0] == query)):
             return
+        from concurrent.futures import Future
+
         active = active_model(self.store)
         if active is not None:
             state = matrix_state(self.store.db) if k > 0 else None
+            shared: Future[Scoring | None] = Future()
             self._pending = (query, active, _pool().submit(_embed_query, self.home, active,
-                                                           query, state, k))
+                                                           query, state, k, shared), shared)
 
     def _vector(self, query: str) -> Any | None:
         from .embedding import active_embedder
@@ -83,6 +94,9 @@ class SemanticSearch:
             return self._last[1]
         pending, self._pending = self._pending, None
         if pending and pending[0] == query and pending[1] == active_model(self.store):
+            scoring = pending[3].result()
+            if scoring is not None:  # this thread has nothing else to do: take a share
+                scoring.run()
             vector, ready = pending[2].result()
             if vector is None:
                 return None

@@ -109,20 +109,79 @@ class Matrix:
         ``count <= keep``, else the ``keep`` nearest by the Hamming distance of sign codes
         (more on a tie at the edge). The exact top few of the result are then those of a full
         scan in nearly every case (``benchmarks/bench_prescan.py``)."""
+        return Scoring(self, self.candidates(query, count, keep), query).result()
+
+    def candidates(self, query: np.ndarray, count: int, keep: int) -> np.ndarray:
+        """The slots :meth:`nearest` scores exactly, ascending."""
         import numpy as np
 
         if count <= keep:
-            slots = np.arange(count)
-        else:
-            code = sign_codes(query.reshape(1, -1))[0]
-            planes = self.planes[:-(-count // BLOCK)]
-            distance = np.bitwise_count(planes[:, 0, :] ^ code[0]).astype(np.uint16)
-            for word in range(1, len(code)):
-                distance += np.bitwise_count(planes[:, word, :] ^ code[word])
-            distance = distance.reshape(-1)[:count]
-            enough = np.searchsorted(np.cumsum(np.bincount(distance)), keep)
-            slots = np.nonzero(distance <= enough)[0]
-        return slots, self.vectors(slots) @ query
+            return np.arange(count)
+        code = sign_codes(query.reshape(1, -1))[0]
+        planes = self.planes[:-(-count // BLOCK)]
+        distance = np.bitwise_count(planes[:, 0, :] ^ code[0]).astype(np.uint16)
+        for word in range(1, len(code)):
+            distance += np.bitwise_count(planes[:, word, :] ^ code[word])
+        distance = distance.reshape(-1)[:count]
+        enough = np.searchsorted(np.cumsum(np.bincount(distance)), keep)
+        return np.nonzero(distance <= enough)[0]
+
+
+class Scoring:
+    """The exact cosines of a query to the vectors in ``slots``, computed in chunks by
+    whichever threads call :meth:`run`: recall's own thread, done with its lexical search,
+    takes chunks the query's thread has not got to (reading the few thousand rows is most
+    of a scan). The scores are bit for bit those of one product over all the rows: chunks
+    are whole multiples of :attr:`CHUNK` rows with the remainder in the last one, so BLAS
+    meets each row where it would in one call (tests/test_vectors.py)."""
+
+    CHUNK = 512
+
+    def __init__(self, matrix: Matrix, slots: np.ndarray, query: np.ndarray) -> None:
+        import threading
+
+        import numpy as np
+
+        self.matrix, self.slots, self.query = matrix, slots, query
+        self.scores = np.empty(len(slots), dtype=np.float32)
+        starts = list(range(0, len(slots), self.CHUNK))
+        if len(starts) > 1 and len(slots) - starts[-1] < self.CHUNK:
+            starts.pop()  # the remainder joins the last chunk
+        self._chunks = list(zip(starts, [*starts[1:], len(slots)], strict=True))
+        self._lock = threading.Lock()
+        self._taken = 0
+        self._left = len(self._chunks)
+        self._failed: BaseException | None = None
+        self._done = threading.Event()
+        if not self._left:
+            self._done.set()
+
+    def run(self) -> None:
+        """Score chunks until none is left to take."""
+        while True:
+            with self._lock:
+                if self._taken == len(self._chunks):
+                    return
+                start, end = self._chunks[self._taken]
+                self._taken += 1
+            try:
+                self.scores[start:end] = self.matrix.vectors(self.slots[start:end]) @ self.query
+            except BaseException as exc:
+                self._failed = self._failed or exc
+                raise
+            finally:
+                with self._lock:
+                    self._left -= 1
+                    if not self._left:
+                        self._done.set()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """Slots and their scores, once every chunk is done (this thread helping)."""
+        self.run()
+        self._done.wait()
+        if self._failed is not None:
+            raise self._failed
+        return self.slots, self.scores
 
 
 def _views(buffer: mmap.mmap | bytes, dimension: int, blocks: int) -> tuple[np.ndarray, np.ndarray]:

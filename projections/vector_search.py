@@ -3,14 +3,21 @@ else straight from the embeddings cache; every hit checked against the projectio
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from events import Home
 
 from .vector_cache import ActiveModel, DbLike, active_model, db_of, generation, matrix_of
-from .vector_matrix import Matrix, MatrixState, matrix_state, open_matrix, single_threaded_blas
+from .vector_matrix import (
+    Matrix,
+    MatrixState,
+    Scoring,
+    matrix_state,
+    open_matrix,
+    single_threaded_blas,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -50,18 +57,20 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
                              f"{active.dimension}")
         state = matrix_state(db)
         matrix = _usable_matrix(home, state, active)
-        if keys_filter is not None:
-            keys = sorted(set(keys_filter))
-            if matrix is None or state is None:
-                return _exact(db, active, query, k, keys=keys)
-            return _of_keys(db, active, matrix, state.count, query, k, keys,
-                            keys_filter if isinstance(keys_filter, Mapping) else None)
         if matrix is None or state is None:
-            return _exact(db, active, query, k)
+            return _exact(db, active, query, k, keys=None if keys_filter is None
+                          else sorted(set(keys_filter)))
+        # Every change of what the file should hold bumps the generation (an item added or
+        # removed, vectors embedded), in the transaction that makes it, and a refresh frees
+        # the slot of every item gone: at the file's generation each slot is a live item.
+        settled = state.generation == generation(db)
+        if keys_filter is not None:
+            return _of_keys(db, active, matrix, state.count, query, k, sorted(set(keys_filter)),
+                            keys_filter if isinstance(keys_filter, Mapping) else None, settled)
         ready = (prescanned if prescanned is not None and prescanned.file == state.file
                  and prescanned.count == state.count else None)
-        hits = _from_matrix(db, active, matrix, state.count, query, k, ready)
-        if state.generation != generation(db):
+        hits = _from_matrix(db, active, matrix, state.count, query, k, ready, settled)
+        if not settled:
             # embedded (or re-added) since the last refresh: not in the file yet
             extra = _exact(db, active, query, k, unslotted=True)
             if extra:
@@ -152,12 +161,14 @@ class Prescan:
 
 
 def prescan(home: Home, state: MatrixState, active: ActiveModel, query_vec: Any,
-            k: int) -> Prescan | None:
+            k: int, share: Callable[[Scoring], None] | None = None) -> Prescan | None:
     """The file's part of :func:`vector_search` for the best ``k``, which reads no database:
     recall runs it on the thread that embedded the query, while its own thread is still in
     FTS5 (on the questions where FTS5 takes longer than the embedding — the slowest ones —
     the vector search is then done when it returns). ``state`` and ``active`` are read by
-    the caller. None when the file cannot be used."""
+    the caller. ``share`` is handed the exact scoring of the candidates before it starts,
+    so another thread can take part of it (:class:`~projections.vector_matrix.Scoring`).
+    None when the file cannot be used."""
     import numpy as np
 
     matrix = _usable_matrix(home, state, active)
@@ -165,16 +176,19 @@ def prescan(home: Home, state: MatrixState, active: ActiveModel, query_vec: Any,
         return None
     query = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(-1))
     want = _want(k, state.count)
-    slots, scores = _best_slots(matrix, state.count, query, want)
+    slots, scores = _best_slots(matrix, state.count, query, want, share)
     return Prescan(state.file, state.count, want, slots, scores)
 
 
-def _best_slots(matrix: Matrix, count: int, query: np.ndarray,
-                want: int) -> tuple[np.ndarray, np.ndarray]:
+def _best_slots(matrix: Matrix, count: int, query: np.ndarray, want: int,
+                share: Callable[[Scoring], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     single_threaded_blas()
-    slots, scores = matrix.nearest(query, count, max(PRESCAN_KEEP, want))
+    scoring = Scoring(matrix, matrix.candidates(query, count, max(PRESCAN_KEEP, want)), query)
+    if share is not None:
+        share(scoring)
+    slots, scores = scoring.result()
     if len(slots) > want:
         best = np.argpartition(scores, len(slots) - want)[len(slots) - want:]
         slots, scores = slots[best], scores[best]
@@ -182,10 +196,11 @@ def _best_slots(matrix: Matrix, count: int, query: np.ndarray,
 
 
 def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
-                 query: np.ndarray, k: int, ready: Prescan | None = None
-                 ) -> list[tuple[str, float]]:
+                 query: np.ndarray, k: int, ready: Prescan | None = None,
+                 settled: bool = False) -> list[tuple[str, float]]:
     """The best candidates of the file's scan (:meth:`Matrix.nearest`; ``ready`` when done
-    already), each checked against the projection (item still there, same content); widens
+    already), each checked against the projection (item still there, same content; only
+    their keys read when ``settled``: the file is at the projection's generation); widens
     the candidate set while too few survive the check."""
     if not count:
         return []
@@ -196,7 +211,7 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
         else:
             slots, scores = _best_slots(matrix, count, query, want)
         ready = None
-        live = _live_slots(db, [int(s) for s in slots])
+        live = _live_slots(db, [int(s) for s in slots], settled)
         hits = [(live[int(slot)], float(score)) for slot, score in zip(slots, scores, strict=True)
                 if int(slot) in live]
         if len(hits) >= k or want >= count:
@@ -208,7 +223,7 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
 
 def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
              query: np.ndarray, k: int, keys: Sequence[str],
-             expected: Mapping[str, str] | None) -> list[tuple[str, float]]:
+             expected: Mapping[str, str] | None, settled: bool) -> list[tuple[str, float]]:
     """The ``keys_filter`` search: the vectors of items in the file read from it, of the
     others (embedded since the last refresh, or of other content than ``expected``) from the
     cache."""
@@ -217,7 +232,7 @@ def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count:
     slotted = _in_chunks(db, "SELECT slot, key, content_hash FROM vector_slots"
                               " WHERE slot < ? AND key IN", keys, [count])
     if expected is None:
-        slot_of = {key: slot for slot, key in _checked(db, slotted).items()}
+        slot_of = {key: slot for slot, key in _checked(db, slotted, settled).items()}
     else:
         slot_of = {key: slot for slot, key, content_hash in slotted
                    if expected.get(key) == content_hash}
@@ -233,15 +248,21 @@ def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count:
     return _rescored_zeros(db, active, matrix, query, k, hits, slot_of)
 
 
-def _live_slots(db: sqlite3.Connection, slots: Sequence[int]) -> dict[int, str]:
+def _live_slots(db: sqlite3.Connection, slots: Sequence[int], settled: bool) -> dict[int, str]:
     """Of these slots, those whose item is still there with the same content: slot → key."""
     return _checked(db, _in_chunks(
-        db, "SELECT slot, key, content_hash FROM vector_slots WHERE slot IN", sorted(slots)))
+        db, "SELECT slot, key, content_hash FROM vector_slots WHERE slot IN", sorted(slots)),
+        settled)
 
 
-def _checked(db: sqlite3.Connection, slotted: list[tuple[int, str, str]]) -> dict[int, str]:
+def _checked(db: sqlite3.Connection, slotted: list[tuple[int, str, str]],
+             settled: bool) -> dict[int, str]:
     """slot → key of the ``(slot, key, content hash)`` rows whose item is still there with
-    that content. (Two plain lookups: one joined statement took twice as long.)"""
+    that content: all of them when ``settled`` (the file at the projection's generation),
+    else those the projection has. (Two plain lookups: one joined statement took twice as
+    long.)"""
+    if settled:
+        return {slot: key for slot, key, _ in slotted}
     current = dict(_in_chunks(db, "SELECT key, content_hash FROM vector_items WHERE key IN",
                               [key for _, key, _ in slotted]))
     return {slot: key for slot, key, content_hash in slotted

@@ -349,13 +349,13 @@ def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventL
 
         embedder.embed = recording  # type: ignore[method-assign]
         scans: list[str] = []
-        nearest = Matrix.nearest
+        candidates = Matrix.candidates
 
         def scan(self: Matrix, *args: object) -> object:
             scans.append(threading.current_thread().name)
-            return nearest(self, *args)  # type: ignore[arg-type]
+            return candidates(self, *args)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(Matrix, "nearest", scan)
+        monkeypatch.setattr(Matrix, "candidates", scan)
         semantic = semantic_searcher(model_home, store)
         assert semantic is not None
         result = recall(store.db, "a new dog", 512, 10, semantic)
@@ -364,3 +364,47 @@ def test_recall_embeds_its_query_on_another_thread(model_home: Home, log: EventL
         assert scans == threads, scans  # scanned once, there, not again on this thread
         expected = embed(["a new dog"])[0]
         assert np.array_equal(semantic._vector("a new dog"), expected)
+
+
+def test_recall_takes_a_share_of_the_exact_scoring(model_home: Home, log: EventLog,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for the vector search, recall's own thread scores chunks of the candidates
+    the query's thread has not got to (``Scoring``), and the answer is the same."""
+    from events.types import UserTurn
+    from projections import open_store, vector_matrix
+    from projections.embedding import active_embedder
+    from projections.recall import recall
+    from projections.semantic import semantic_searcher
+    from projections.vector_embed import embed_pending
+
+    for text in ["we adopted a puppy named Biscuit", "the build failed again",
+                 "dinner with my mother", "my puppy loves the beach"]:
+        log.append(UserTurn(session="s", text=text), stream="s")
+    ensure_model(model_home, log)
+    with open_store(model_home, log) as store:
+        store.catch_up_all()
+        embedder = active_embedder(model_home, store)
+        assert embedder is not None and embed_pending(store, embedder) == 4
+        semantic = semantic_searcher(model_home, store)
+        assert semantic is not None
+        alone = recall(store.db, "a new dog", 512, 10, semantic)
+
+        monkeypatch.setattr(vector_matrix.Scoring, "CHUNK", 1)
+        helped = threading.Event()
+        took: list[str] = []
+        vectors = vector_matrix.Matrix.vectors
+
+        def rows(self: vector_matrix.Matrix, slots: np.ndarray) -> np.ndarray:
+            took.append(threading.current_thread().name)
+            if threading.current_thread() is threading.main_thread():
+                helped.set()
+            elif took.count(took[-1]) == 1:
+                assert helped.wait(10)  # its first chunk waits until recall's thread takes one
+            return vectors(self, slots)
+
+        monkeypatch.setattr(vector_matrix.Matrix, "vectors", rows)
+        shared = recall(store.db, "a new dog ", 512, 10, semantic)
+        assert threading.main_thread().name in took
+        assert any(name.startswith("diarist-query") for name in took)
+        assert [i.content for i in shared.items] == [i.content for i in alone.items]
+        assert [i.score for i in shared.items] == [i.score for i in alone.items]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -239,7 +240,7 @@ def test_a_prescan_done_beforehand_is_used_when_it_is_of_the_same_file(
     assert ready is not None and ready.count == len(TEXTS)
     expected = vector_search(store, home, query, 3)
     with monkeypatch.context() as patched:  # a second scan would fail
-        patched.setattr(vector_matrix.Matrix, "nearest", lambda *a: pytest.fail("scanned"))
+        patched.setattr(vector_matrix.Matrix, "candidates", lambda *a: pytest.fail("scanned"))
         assert vector_search(store, home, query, 3, prescanned=ready) == expected
     assert expected[0][0] == key(events[3])
 
@@ -249,6 +250,62 @@ def test_a_prescan_done_beforehand_is_used_when_it_is_of_the_same_file(
     hits = vector_search(store, home, query, 3, prescanned=ready)
     assert key(newer) in {h[0] for h in hits}
     assert same(hits, exact(store, query, 3))
+
+
+def test_the_exact_scoring_is_shared_by_two_threads_bit_for_bit(
+        store: ProjectionStore, log: EventLog, home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall's own thread, done with FTS5, takes chunks of the exact scoring that the
+    query's thread (``prescan``) has not got to. The scores are bit for bit those of one
+    product over every row: chunks are whole multiples of ``CHUNK`` rows, the remainder in
+    the last."""
+    monkeypatch.setattr(vector_matrix, "BLOCK", 16)
+    monkeypatch.setattr(vector_matrix.Scoring, "CHUNK", 8)
+    for i in range(61):
+        say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]}")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=16)
+    state = vector_matrix.matrix_state(store.db)
+    matrix = vector_matrix.open_matrix(home, state.file, 384, state.count)
+    query = word_vector("rain tea")
+    whole = matrix.vectors(np.arange(state.count)) @ query
+    expected = vector_search(store, home, query, 10)
+
+    started, helped = threading.Event(), threading.Event()
+    took: list[tuple[str, int]] = []
+    vectors = vector_matrix.Matrix.vectors
+
+    def rows(self: vector_matrix.Matrix, slots: np.ndarray) -> np.ndarray:
+        took.append((threading.current_thread().name, len(slots)))
+        if threading.current_thread() is threading.main_thread():
+            helped.set()
+        elif not started.is_set():
+            started.set()
+            assert helped.wait(10)  # holds its first chunk until this thread has taken one
+        return vectors(self, slots)
+
+    monkeypatch.setattr(vector_matrix.Matrix, "vectors", rows)
+    shared: list[vector_matrix.Scoring] = []
+    handed = threading.Event()
+
+    def share(scoring: vector_matrix.Scoring) -> None:
+        shared.append(scoring)
+        handed.set()
+
+    result: list[vector_search_module.Prescan | None] = []
+    worker = threading.Thread(target=lambda: result.append(vector_search_module.prescan(
+        home, state, active_model(store), query, 10, share)), name="query")
+    worker.start()
+    assert handed.wait(10) and started.wait(10)
+    shared[0].run()
+    worker.join(10)
+    assert {name for name, _ in took} == {"query", threading.main_thread().name}
+    assert sorted(n for _, n in took) == [8] * 6 + [13]
+    assert np.array_equal(shared[0].scores, whole)
+    ready = result[0]
+    assert ready is not None
+    monkeypatch.setattr(vector_matrix.Matrix, "vectors", vectors)
+    assert vector_search(store, home, query, 10, prescanned=ready) == expected
 
 
 def test_a_slot_left_zeroed_by_a_crash_is_scored_from_the_cache(
@@ -409,6 +466,35 @@ def test_forgetting_removes_the_item_its_vector_and_its_column(store: Projection
     assert tuple(vector_matrix.sign_codes(secret_vector.reshape(1, -1))[0]) not in codes
     slots = {row[0] for row in store.db.execute("SELECT key FROM vector_slots")}
     assert key(secret) not in slots and key(weather) not in slots
+
+
+def test_hits_are_checked_against_the_items_only_while_the_file_is_behind(
+        store: ProjectionStore, log: EventLog, home: Home) -> None:
+    """At the file's generation every slot is a live item (each change bumps the generation
+    in its own transaction and a refresh frees the slots of items gone): search then reads
+    the slots' keys only. Behind it, each hit is checked against ``vector_items``."""
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    query = word_vector("puppy beach")
+    try:
+        assert same(vector_search(store, home, query, 2), exact(store, query, 2))
+        filtered = vector_search(store, home, query, 5, keys_filter=[key(events[3])])
+        assert [h[0] for h in filtered] == [key(events[3])]
+        assert not [s for s in statements if "FROM vector_items WHERE" in s]
+        forget(log, events[3])
+        store.catch_up_all()  # not refreshed: the file still holds the forgotten item
+        statements.clear()
+        hits = vector_search(store, home, query, 2)
+        assert key(events[3]) not in {h[0] for h in hits}
+        assert same(hits, exact(store, query, 2))
+        assert vector_search(store, home, query, 5, keys_filter=[key(events[3])]) == []
+        assert len([s for s in statements if "FROM vector_items WHERE" in s]) >= 2
+    finally:
+        store.db.set_trace_callback(None)
 
 
 def test_a_text_forgotten_while_it_was_being_embedded_is_not_stored(store: ProjectionStore,
