@@ -224,6 +224,28 @@ def test_the_sign_code_prescan_scores_exactly_and_finds_what_it_should(
                 exact(store, word_vector("rain kites"), 10))
 
 
+@pytest.mark.parametrize("block", [128, 16])  # 128 slots a block: a whole number of rows
+def test_rows_are_read_by_slot_across_blocks(store: ProjectionStore, log: EventLog, home: Home,
+                                             monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """A slot's vector is read from its block, through the file seen as one array of rows
+    when a block is a whole number of rows long, else block by block."""
+    monkeypatch.setattr(vector_matrix, "BLOCK", block)
+    for i in range(150):
+        say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]} {i * 7}")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=64)
+    state = vector_matrix.matrix_state(store.db)
+    matrix = vector_matrix.open_matrix(home, state.file, 384, state.count)
+    assert matrix is not None and matrix.blocks == -(-150 // block)
+    assert (matrix.flat is not None) == (block == 128)
+    slots = np.array([0, 1, block - 1, block, 149, 77])
+    cached = dict(store.db.execute("SELECT s.slot, e.vector FROM vector_slots s JOIN"
+                                   " embeddings e ON e.content_hash = s.content_hash").fetchall())
+    want = np.stack([np.frombuffer(cached[int(slot)], dtype=np.float32) for slot in slots])
+    assert np.array_equal(matrix.vectors(slots), want)
+
+
 def test_a_prescan_done_beforehand_is_used_when_it_is_of_the_same_file(
         store: ProjectionStore, log: EventLog, home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     """Recall scans the file on the thread that embedded the query (``prescan``, no database
