@@ -277,9 +277,12 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
     if semantic is not None:
         if context.CONTEXT_WEIGHT:  # while the other thread embeds and scans
             reads.warm([hit.id for hit in lexical if hit.source == TURN])
+        # the lexical hits' cosines once the query is embedded, while the file is scanned
+        lexical_cosines = semantic.cosines(named.query,
+                                           {h.key: h.content_hash for h in lexical})
         cosines = dict(semantic.nearest(named.query, CANDIDATES))
-        missing = {h.key: h.content_hash for h in lexical if h.key not in cosines}
-        cosines.update(semantic.cosines(named.query, missing))
+        cosines.update((key, cosine) for key, cosine in lexical_cosines.items()
+                       if key not in cosines)
     fused = _fuse(lexical, cosines)
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))

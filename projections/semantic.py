@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from events import Home
@@ -30,27 +31,43 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def _embed_query(home: Home, active: ActiveModel, query: str, state: MatrixState | None,
-                 k: int, shared: Future[Scoring | None]) -> tuple[Any | None, Prescan | None]:
-    """The query's vector, and (``k`` > 0, a matrix file in ``state``) the file's best
-    ``k`` for it: no database is read on this thread. The exact scoring of the scan's
-    candidates is handed to ``shared`` when it starts (None when there is none), so the
-    caller's thread can help with it."""
+@dataclass
+class _Prefetch:
+    """A query being embedded and searched on the query thread (:meth:`SemanticSearch.prefetch`):
+    each part is handed over as soon as it is ready."""
+
+    query: str
+    active: ActiveModel
+    vector: Future[Any]               # the query's vector (None: the model cannot be loaded)
+    scoring: Future[Scoring | None]   # the scan's exact scoring, when it starts (or None)
+    scan: Future[Prescan | None] | None = None  # the file's best k
+
+
+def _embed_query(home: Home, state: MatrixState | None, k: int, job: _Prefetch) -> Prescan | None:
+    """Embed ``job``'s query and hand its vector over at once, then (``k`` > 0, a matrix
+    file in ``state``) find the file's best ``k`` for it, handing its exact scoring over
+    when it starts so that the caller's thread can take a share. No database is read on
+    this thread."""
     from .embedding import ModelUnavailable, load_embedder
     from .vector_search import prescan
 
     try:
         try:
-            embedder = load_embedder(home, active)
+            embedder = load_embedder(home, job.active)
         except ModelUnavailable:  # as active_embedder: recall is then lexical only
-            return None, None
-        vector = embedder.embed([query])[0]
-        ready = (prescan(home, state, active, vector, k, shared.set_result)
-                 if k > 0 and state is not None else None)
-        return vector, ready
+            job.vector.set_result(None)
+            return None
+        vector = embedder.embed([job.query])[0]
+        job.vector.set_result(vector)
+        return (prescan(home, state, job.active, vector, k, job.scoring.set_result)
+                if k > 0 and state is not None else None)
+    except BaseException as exc:
+        if not job.vector.done():
+            job.vector.set_exception(exc)
+        raise
     finally:
-        if not shared.done():
-            shared.set_result(None)
+        if not job.scoring.done():
+            job.scoring.set_result(None)
 
 
 class SemanticSearch:
@@ -61,9 +78,7 @@ class SemanticSearch:
     def __init__(self, home: Home, store: ProjectionStore) -> None:
         self.home, self.store = home, store
         self._last: tuple[str, Any] | None = None
-        # a prefetch: its query and model, its result, the scoring it shares
-        self._pending: tuple[str, ActiveModel, Future[Any], Future[Scoring | None]] | None = None
-        self._ready: tuple[str, Prescan] | None = None  # a prescan nearest() has not used
+        self._pending: _Prefetch | None = None
 
     def prefetch(self, query: str, k: int = 0) -> None:
         """Start embedding ``query`` (and loading the model, the first time) on another
@@ -71,38 +86,37 @@ class SemanticSearch:
         ``k``: recall runs its lexical search meanwhile — onnxruntime, numpy and SQLite let
         go of the GIL, and a machine has two cores. The model and the file are chosen here:
         the projection database is only read on the caller's thread."""
+        from concurrent.futures import Future
+
         from .vector_cache import active_model
         from .vector_matrix import matrix_state
 
         if (not query.strip() or (self._last and self._last[0] == query)
-                or (self._pending and self._pending[0] == query)):
+                or (self._pending and self._pending.query == query)):
             return
-        from concurrent.futures import Future
-
         active = active_model(self.store)
         if active is not None:
             state = matrix_state(self.store.db) if k > 0 else None
-            shared: Future[Scoring | None] = Future()
-            self._pending = (query, active, _pool().submit(_embed_query, self.home, active,
-                                                           query, state, k, shared), shared)
+            job = _Prefetch(query, active, Future(), Future())
+            job.scan = _pool().submit(_embed_query, self.home, state, k, job)
+            self._pending = job
 
     def _vector(self, query: str) -> Any | None:
+        """The query's vector: the prefetch's when it is of this query and model (its scan
+        is left for :meth:`nearest`), else embedded here."""
         from .embedding import active_embedder
         from .vector_cache import active_model
 
         if self._last and self._last[0] == query:
             return self._last[1]
-        pending, self._pending = self._pending, None
-        if pending and pending[0] == query and pending[1] == active_model(self.store):
-            scoring = pending[3].result()
-            if scoring is not None:  # this thread has nothing else to do: take a share
-                scoring.run()
-            vector, ready = pending[2].result()
+        job = self._pending
+        if job and job.query == query and job.active == active_model(self.store):
+            vector = job.vector.result()  # the scan may still be running
             if vector is None:
+                self._pending = None
                 return None
-            if ready is not None:
-                self._ready = (query, ready)
         else:
+            self._pending = None
             embedder = active_embedder(self.home, self.store)
             if embedder is None or not query.strip():
                 return None
@@ -115,8 +129,13 @@ class SemanticSearch:
         from .vector_search import vector_search
 
         vector = self._vector(query)
-        ready, self._ready = self._ready, None
-        prescanned = ready[1] if ready is not None and ready[0] == query else None
+        job, self._pending = self._pending, None
+        prescanned = None
+        if job is not None and job.query == query and job.scan is not None:
+            scoring = job.scoring.result()
+            if scoring is not None:  # this thread has nothing else to do: take a share
+                scoring.run()
+            prescanned = job.scan.result()
         return [] if vector is None else vector_search(self.store, self.home, vector, k,
                                                        prescanned=prescanned)
 
