@@ -18,9 +18,10 @@ BM25 / best + cosine as recall fuses them) — evidence recall within 512 tokens
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from .items import TURN
 from .search import HIT_COLUMNS, Hit
 from .speakers import speaker_of
 
@@ -137,6 +138,13 @@ class TurnReads:
         self._around: dict[str, list[tuple[str, float]]] = {}
         self._items: dict[str, dict[str, tuple[Hit, str]]] = {}  # turn id → key → item
 
+    def know(self, hits: Iterable[Hit]) -> None:
+        """Where the turns of these hits sit, from the hits themselves: a turn's items
+        (its passages) are all of its event, so each has the turn's session and seq."""
+        for hit in hits:
+            if hit.source == TURN and hit.id not in self._places:
+                self._places[hit.id] = Turn(hit.id, hit.session, hit.seq)
+
     def places(self, ids: list[str]) -> dict[str, Turn]:
         unread = [id_ for id_ in ids if id_ not in self._places]
         if unread:
@@ -159,12 +167,21 @@ class TurnReads:
                 self._items[hit.id][key] = (hit, name)
         return dict(sorted((key, item) for id_ in ids for key, item in self._items[id_].items()))
 
-    def warm(self, ids: list[str]) -> None:
-        """Read ahead for these candidate turns: where they sit, their neighbours and the
-        neighbours' items."""
-        places = self.places(sorted(set(ids)))
-        near = self.around(list(places.values()))
-        self.items({n for around in near.values() for n, _ in around} - set(places))
+    WARM_STEP = 10  # candidate turns read ahead at a time
+
+    def warm(self, ids: list[str], more: Callable[[], bool] = lambda: True) -> None:
+        """Read ahead for these candidate turns, best first, :attr:`WARM_STEP` at a time while
+        ``more()`` says there is time: where they sit, their neighbours and the neighbours'
+        items. Recall reads ahead only while the other thread is busy with the query: when
+        the lexical search took longer, reading ahead would only delay it, and the context
+        step then reads just what it needs (the best candidates' neighbours)."""
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), self.WARM_STEP):
+            if not more():
+                return
+            places = self.places(ids[start:start + self.WARM_STEP])
+            near = self.around(list(places.values()))
+            self.items({n for around in near.values() for n, _ in around} - set(places))
 
 
 def _best_turns(own: Mapping[str, float], turn_of: Mapping[str, str],

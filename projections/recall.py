@@ -71,6 +71,8 @@ class Semantic(Protocol):
 
     def prefetch(self, query: str, k: int = 0) -> None: ...
 
+    def embedding(self) -> bool: ...
+
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
     def cosines(self, query: str, keys: Mapping[str, str]) -> dict[str, float]: ...
@@ -273,10 +275,11 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
         semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
     lexical = search(db, query, CANDIDATES, common=semantic is None)
     reads = context.TurnReads(db)
+    reads.know(lexical)
     cosines: dict[str, float] = {}
     if semantic is not None:
-        if context.CONTEXT_WEIGHT:  # while the other thread embeds and scans
-            reads.warm([hit.id for hit in lexical if hit.source == TURN])
+        if context.CONTEXT_WEIGHT:  # while the other thread embeds the query
+            reads.warm([hit.id for hit in lexical if hit.source == TURN], semantic.embedding)
         # the lexical hits' cosines once the query is embedded, while the file is scanned
         lexical_cosines = semantic.cosines(named.query,
                                            {h.key: h.content_hash for h in lexical})
@@ -287,6 +290,7 @@ def _ranked(db: sqlite3.Connection, query: str, named: Naming, semantic: Semanti
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
     if context.CONTEXT_WEIGHT:
+        reads.know(hits.values())
         chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
         fused, fresh = context.in_context(
             db, fused, {key: (hit.id, speaker_of(hit.content)) for key, hit in hits.items()

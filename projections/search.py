@@ -68,6 +68,7 @@ class Hit:
     session: str
     type: str
     content_hash: str
+    seq: int     # the log position of the event the item came from
     score: float
 
     @cached_property
@@ -77,7 +78,8 @@ class Hit:
 
 
 # What a Hit is read from (``search_items i`` and ``search_fts f``), its score after them
-HIT_COLUMNS = "i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type, i.content_hash"
+HIT_COLUMNS = ("i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.type,"
+               " i.content_hash, i.seq")
 
 
 # A term found in more than this share of the items says little about any of them (a low

@@ -101,6 +101,12 @@ class SemanticSearch:
             job.scan = _pool().submit(_embed_query, self.home, state, k, job)
             self._pending = job
 
+    def embedding(self) -> bool:
+        """Whether the query thread is still at the part of a prefetch this thread cannot
+        help with: embedding the query and choosing the rows to score."""
+        job = self._pending
+        return job is not None and not job.scoring.done()
+
     def _vector(self, query: str) -> Any | None:
         """The query's vector: the prefetch's when it is of this query and model (its scan
         is left for :meth:`nearest`), else embedded here."""

@@ -180,6 +180,29 @@ def test_turn_reads_read_each_turn_once_and_answer_as_the_plain_reads(
     assert reads.places([rows["c:0"]]) and calls == ["candidate_turns"]  # a new one is read
 
 
+def test_turn_reads_read_ahead_only_while_there_is_time(
+        log: EventLog, store: ProjectionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading ahead goes best candidate first, a few turns at a time, and stops as soon as
+    ``more()`` says the other thread is done: what it left is read when it is needed."""
+    two_friends(log)
+    store.catch_up_all()
+    monkeypatch.setattr(TurnReads, "WARM_STEP", 1)
+    rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), id FROM search_items"))
+    ids = [rows["c:6"], rows["c:2"], rows["c:4"]]
+    read: list[list[str]] = []
+    real = context_module.neighbours
+    monkeypatch.setattr(context_module, "neighbours",
+                        lambda db, turns: read.append([t.id for t in turns]) or real(db, turns))
+    answers = iter([True, True, False])
+    reads = TurnReads(store.db)
+    reads.warm(ids, lambda: next(answers))
+    assert read == [[rows["c:6"]], [rows["c:2"]]]  # the third was left
+    plain = TurnReads(store.db)
+    assert reads.around(list(reads.places(ids).values())) == plain.around(
+        list(plain.places(ids).values()))
+    assert read[2:] == [[rows["c:4"]], ids]  # then read once, when asked for
+
+
 def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore) -> None:
     """In a chat with a model a person's messages stand on their own."""
     say(log, "c", "user", "I bought a road bike last week.", "u:0", 0)
