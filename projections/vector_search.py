@@ -100,10 +100,10 @@ def _top(keys: Sequence[str], scores: np.ndarray, k: int) -> list[tuple[str, flo
     if len(keys) > k:
         cut = np.argpartition(-scores, k - 1)[:k]
         threshold = scores[cut].min()
-        keep = np.nonzero(scores >= threshold)[0]  # keep ties at the edge, sort them by key
+        keep = np.nonzero(scores >= threshold)[0].tolist()  # ties at the edge: by key
+        ranked = sorted(zip((-scores[keep]).tolist(), [keys[i] for i in keep], strict=True))
     else:
-        keep = np.arange(len(keys))
-    ranked = sorted((-float(scores[i]), keys[int(i)]) for i in keep)
+        ranked = sorted(zip((-np.asarray(scores)).tolist(), keys, strict=True))
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for negative, key in ranked:
@@ -211,9 +211,9 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
         else:
             slots, scores = _best_slots(matrix, count, query, want)
         ready = None
-        live = _live_slots(db, [int(s) for s in slots], settled)
-        hits = [(live[int(slot)], float(score)) for slot, score in zip(slots, scores, strict=True)
-                if int(slot) in live]
+        live = _live_slots(db, slots.tolist(), settled)
+        hits = [(live[slot], score) for slot, score in zip(slots.tolist(), scores.tolist(),
+                                                            strict=True) if slot in live]
         if len(hits) >= k or want >= count:
             break
         want = min(count, want * 4)
@@ -241,7 +241,7 @@ def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count:
         found = sorted(slot_of)
         single_threaded_blas()
         scores = matrix.vectors(np.array([slot_of[key] for key in found])) @ query
-        hits = [(key, float(score)) for key, score in zip(found, scores, strict=True)]
+        hits = list(zip(found, scores.tolist(), strict=True))
     rest = [key for key in keys if key not in slot_of]
     if rest:
         hits += _exact(db, active, query, len(rest), keys=rest)
