@@ -26,6 +26,12 @@ from events.log import connect
 from .files import contained, remove_stale_temps, write_file
 
 DEFAULT_BATCH = 1000
+# The projections database is read through a memory map (up to this size): a recall reads
+# hundreds of pages, each otherwise a read() into SQLite's cache — warm recall at 100,000
+# items took ~0.9 ms less (paired, 2 × 200 questions; 10,000: 0.3 ms). The cost: an I/O
+# error of the disk under a mapped page ends the process (SIGBUS) instead of raising —
+# nothing is lost, the projections are rebuilt from the log. The event log is not mapped.
+MMAP_BYTES = 1 << 30
 Progress = Callable[[int], None]
 
 
@@ -158,6 +164,7 @@ class ProjectionStore:
             self._create_state_tables()
             # Forgetting must leave no copy behind in free pages.
             self.db.execute("PRAGMA secure_delete=ON")
+            self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         except sqlite3.DatabaseError as exc:
             if is_corrupt(exc):
                 raise damaged(home, self.path,
@@ -167,7 +174,9 @@ class ProjectionStore:
     def _open_readonly(self) -> sqlite3.Connection:
         """The file read-only, or (none yet) an empty database in memory: no projections."""
         if self.path.exists():
-            return connect(self.path, readonly=True)
+            db = connect(self.path, readonly=True)
+            db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            return db
         self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._create_state_tables()
         return self.db

@@ -126,3 +126,21 @@ def test_search_finds_turns_with_their_refs(locomo26: Path, log: EventLog,
     hits = search_turns(store.db, "When did Caroline go to the LGBTQ support group?", k=5)
     assert "conv-26:D1:3" in [h.ref for h in hits]
     assert all(h.ref and h.event_id for h in hits)
+
+
+def test_the_projections_are_read_through_a_memory_map_and_the_log_is_not(
+        home: Home, log: EventLog, store: ProjectionStore) -> None:
+    """Recall reads hundreds of pages a question: the projections database (rebuildable from
+    the log) is mapped, read-write and read-only; the event log keeps plain reads."""
+    from projections.engine import MMAP_BYTES
+
+    log.append(Remembered(text="mapped"), stream="memory")
+    store.catch_up_all()
+    assert MMAP_BYTES >= 1 << 28
+    assert store.db.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+    reader = ProjectionStore(home, log, all_projectors(), readonly=True)
+    try:
+        assert reader.db.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+    finally:
+        reader.db.close()
+    assert log.db.execute("PRAGMA mmap_size").fetchone()[0] == 0
