@@ -31,6 +31,20 @@ def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+@contextlib.contextmanager
+def read_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN`` … ``COMMIT`` around reads: one snapshot for all of them, and the read lock
+    taken once instead of at every statement. Inside a transaction already: that one."""
+    own = not db.in_transaction
+    if own:
+        db.execute("BEGIN")
+    try:
+        yield db
+    finally:
+        if own and db.in_transaction:
+            db.execute("COMMIT")
+
+
 def is_busy(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite giving up on a lock another process held too long."""
     return isinstance(exc, sqlite3.OperationalError) and (

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,27 @@ def test_retry_busy_waits_out_a_lock_and_gives_up_in_time() -> None:
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         retry_busy(always_locked, timeout=0.3)
     assert time.monotonic() - started < 1.0
+
+
+def test_a_read_transaction_reads_one_snapshot(tmp_path: Path) -> None:
+    """Recall reads its candidates, their neighbours and replies in one read transaction: a
+    commit another connection makes meanwhile is not seen until it ends; inside a caller's
+    transaction it opens none of its own."""
+    from events.db import read_transaction
+    from events.log import connect
+
+    path = tmp_path / "x.db"
+    reader, writer = connect(path), connect(path)
+    writer.execute("CREATE TABLE t (n INTEGER)")
+    writer.execute("INSERT INTO t VALUES (1)")
+    with read_transaction(reader):
+        assert reader.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+        writer.execute("INSERT INTO t VALUES (2)")
+        assert reader.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+    assert not reader.in_transaction
+    assert reader.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 2
+    reader.execute("BEGIN")
+    with read_transaction(reader):
+        pass
+    assert reader.in_transaction  # the caller's, left open
+    reader.execute("COMMIT")

@@ -203,6 +203,35 @@ def test_turn_reads_read_ahead_only_while_there_is_time(
     assert read[2:] == [[rows["c:4"]], ids]  # then read once, when asked for
 
 
+def test_replies_are_read_when_asked_for_a_few_first_then_in_batches(
+        log: EventLog, store: ProjectionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packing asks for the replies of the best few turns: the first read takes FIRST turns
+    from the one asked for, later reads BATCH, and each reply is what reading them all at
+    once gives."""
+    from projections import recall as recall_module
+    from projections.search import items_by_key
+
+    two_friends(log)
+    store.catch_up_all()
+    keys = [row[0] for row in store.db.execute(
+        "SELECT key FROM search_items WHERE source = 'turn' ORDER BY seq")]
+    turns = list(items_by_key(store.db, keys).values())
+    everything = recall_module._replies(store.db, turns)
+    monkeypatch.setattr(recall_module._Replies, "FIRST", 2)
+    monkeypatch.setattr(recall_module._Replies, "BATCH", 3)
+    read: list[int] = []
+    real = recall_module._replies
+    monkeypatch.setattr(recall_module, "_replies",
+                        lambda db, batch: read.append(len(batch)) or real(db, batch))
+    replies = recall_module._Replies(store.db, turns)
+    assert replies.get(turns[0].key) == everything[turns[0].key] and read == [2]
+    assert replies.get(turns[1].key) == everything[turns[1].key] and read == [2]  # read already
+    assert replies.get(turns[4].key) == everything.get(turns[4].key) and read == [2, 3]
+    for turn in turns:
+        assert replies.get(turn.key) == everything.get(turn.key)
+    assert sum(read) == len(turns) and len(everything) == len(turns) - 3  # a session's last
+
+
 def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore) -> None:
     """In a chat with a model a person's messages stand on their own."""
     say(log, "c", "user", "I bought a road bike last week.", "u:0", 0)
