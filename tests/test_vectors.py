@@ -224,20 +224,29 @@ def test_the_sign_code_prescan_scores_exactly_and_finds_what_it_should(
                 exact(store, word_vector("rain kites"), 10))
 
 
+def embedded_notes(store: ProjectionStore, log: EventLog, home: Home,
+                   n: int) -> tuple[vector_matrix.MatrixState, vector_matrix.Matrix]:
+    """``n`` short notes on a few topics, embedded into the matrix file: its state and file."""
+    for i in range(n):
+        say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]} {i * 7}")
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store), batch_size=16)
+    state = vector_matrix.matrix_state(store.db)
+    assert state is not None
+    matrix = vector_matrix.open_matrix(home, state.file, 384, state.count)
+    assert matrix is not None
+    return state, matrix
+
+
 @pytest.mark.parametrize("block", [128, 16])  # 128 slots a block: a whole number of rows
 def test_rows_are_read_by_slot_across_blocks(store: ProjectionStore, log: EventLog, home: Home,
                                              monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """A slot's vector is read from its block, through the file seen as one array of rows
     when a block is a whole number of rows long, else block by block."""
     monkeypatch.setattr(vector_matrix, "BLOCK", block)
-    for i in range(150):
-        say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]} {i * 7}")
-    choose(log)
-    store.catch_up_all()
-    embed_pending(store, fake(store), batch_size=64)
-    state = vector_matrix.matrix_state(store.db)
-    matrix = vector_matrix.open_matrix(home, state.file, 384, state.count)
-    assert matrix is not None and matrix.blocks == -(-150 // block)
+    _, matrix = embedded_notes(store, log, home, 150)
+    assert matrix.blocks == -(-150 // block)
     assert (matrix.flat is not None) == (block == 128)
     slots = np.array([0, 1, block - 1, block, 149, 77])
     cached = dict(store.db.execute("SELECT s.slot, e.vector FROM vector_slots s JOIN"
@@ -282,13 +291,7 @@ def test_the_exact_scoring_is_shared_by_two_threads_bit_for_bit(
     the last."""
     monkeypatch.setattr(vector_matrix, "BLOCK", 16)
     monkeypatch.setattr(vector_matrix.Scoring, "CHUNK", 8)
-    for i in range(61):
-        say(log, f"note {i} about {['tea', 'rain', 'bikes', 'jazz', 'maps'][i % 5]}")
-    choose(log)
-    store.catch_up_all()
-    embed_pending(store, fake(store), batch_size=16)
-    state = vector_matrix.matrix_state(store.db)
-    matrix = vector_matrix.open_matrix(home, state.file, 384, state.count)
+    state, matrix = embedded_notes(store, log, home, 61)
     query = word_vector("rain tea")
     whole = matrix.vectors(np.arange(state.count)) @ query
     expected = vector_search(store, home, query, 10)
