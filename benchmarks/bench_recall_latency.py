@@ -17,8 +17,9 @@ reads every slot's sign code and scores the 4,096 nearest exactly, so its cost h
 depends on the values (how well it finds real nearest vectors: ``bench_prescan.py``).
 
 Warm: `recall()` in one process for LoCoMo questions (query embedding with the real model,
-FTS5, cosine scan, fusion, budget 512): p50/p95. Cold: `diarist recall QUESTION --json` as a
-new process, wall time, median and max of 5.
+FTS5, cosine scan, fusion, budget 512): p50/p95; beside it a speed probe — the median of 50
+query embeddings alone — since this machine's speed moves with the hour (4.5–6 ms). Cold:
+`diarist recall QUESTION --json` as a new process, wall time, median and max of 5.
 """
 from __future__ import annotations
 
@@ -123,24 +124,34 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * len(ordered) + 0.5)) - 1)]
 
 
-def warm(home_path: Path, questions: list[str]) -> tuple[list[float], int]:
+def warm(home_path: Path, questions: list[str]) -> tuple[list[float], int, float]:
+    """Warm recall times, items returned, and the machine's speed at the time: the median
+    of the query embeddings alone (50 questions, nothing beside them), which moves by ±15–30 %
+    from one hour to the next on this VM (docs/benchmarks.md, "Recall latency (issue 16)")."""
     from events import EventLog, Home
     from projections import open_store
+    from projections.embedding import active_embedder
     from projections.recall import recall
     from projections.semantic import semantic_searcher
 
     home = Home(home_path)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         semantic = semantic_searcher(home, store)
-        assert semantic is not None
+        embedder = active_embedder(home, store)
+        assert semantic is not None and embedder is not None
         recall(store.db, "warm up the model", 512, 10, semantic)
+        alone = []
+        for q in questions[:50]:
+            started = time.perf_counter()
+            embedder.embed([q])
+            alone.append((time.perf_counter() - started) * 1000)
         times, items = [], 0
         for q in questions:
             started = time.perf_counter()
             result = recall(store.db, q, 512, 10, semantic)
             times.append((time.perf_counter() - started) * 1000)
             items += len(result.items)
-        return times, items
+        return times, items, statistics.median(alone)
 
 
 def main() -> None:
@@ -172,7 +183,7 @@ def main() -> None:
                 items = fill_random_vectors(home)
                 if args.keep:
                     ready.write_text(str(items))
-            times, _ = warm(home, questions[:args.queries])
+            times, _, probe = warm(home, questions[:args.queries])
             cold = [run(home, "recall", q, "--json") for q in questions[:args.cold]]
             idle = idle_refresh_ms(home)
             print(f"{size:>7} turns, {items} vectors: warm recall p50"
@@ -181,7 +192,8 @@ def main() -> None:
                   f" cold `diarist recall` median {statistics.median(cold):.2f} s,"
                   f" max {max(cold):.2f} s;"
                   f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
-                  f" {statistics.median(idle):.2f} ms; load average"
+                  f" {statistics.median(idle):.2f} ms; speed probe (a query's embedding"
+                  f" alone) {probe:.2f} ms; load average"
                   f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
