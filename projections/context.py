@@ -111,18 +111,28 @@ def context_scores(turn_scores: Mapping[str, float],
             for id_, near in around.items()}
 
 
-def turn_items(db: sqlite3.Connection, ids: set[str]) -> dict[str, tuple[Hit, str]]:
+def turn_items(db: sqlite3.Connection, ids: set[str],
+               slots: dict[str, int] | None = None) -> dict[str, tuple[Hit, str]]:
     """The items of the given turns (a turn cut into passages has several), by key, each
-    with its speaker."""
+    with its speaker. ``slots``, when given, is filled with each item's slot in the vector
+    matrix file where the slot holds the item's content (read in the same statement, so
+    the item's cosine needs no lookup of its own: :func:`in_context`)."""
     unique = sorted(ids)
     if not unique:
         return {}
     # By id, then the text of those rows only: CROSS JOIN keeps SQLite from scanning the
     # whole full-text index first (as it chose to, given an ORDER BY: 80 ms at 100,000 items)
+    slot = (", s.slot" if slots is not None else "")
     rows = db.execute(
-        f"SELECT {HIT_COLUMNS}, 0.0 FROM search_items i CROSS JOIN search_fts f"
-        f" ON f.rowid = i.rowid WHERE i.id IN ({','.join('?' * len(unique))})"
-        " AND +i.source = 'turn'", unique).fetchall()
+        f"SELECT {HIT_COLUMNS}, 0.0{slot} FROM search_items i CROSS JOIN search_fts f"
+        " ON f.rowid = i.rowid"
+        + (" LEFT JOIN vector_slots s ON s.key = i.key AND s.content_hash = i.content_hash"
+           if slots is not None else "")
+        + f" WHERE i.id IN ({','.join('?' * len(unique))}) AND +i.source = 'turn'",
+        unique).fetchall()
+    if slots is not None:
+        slots.update((row[0], row[-1]) for row in rows if row[-1] is not None)
+        rows = [row[:-1] for row in rows]
     return {row[0]: (Hit(*row), speaker_of(row[3])) for row in sorted(rows)}
 
 
@@ -132,11 +142,13 @@ class TurnReads:
     (:meth:`warm`) while the query is embedded and the vectors scanned on the other thread,
     where its own thread would otherwise wait."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, slots: bool = False) -> None:
         self.db = db
         self._places: dict[str, Turn | None] = {}
         self._around: dict[str, list[tuple[str, float]]] = {}
         self._items: dict[str, dict[str, tuple[Hit, str]]] = {}  # turn id → key → item
+        # with ``slots``: the vector matrix slot of each item read that has one (turn_items)
+        self.slots: dict[str, int] | None = {} if slots else None
 
     def know(self, hits: Iterable[Hit]) -> None:
         """Where the turns of these hits sit, from the hits themselves: a turn's items
@@ -163,7 +175,7 @@ class TurnReads:
         if unread:
             for id_ in unread:
                 self._items[id_] = {}
-            for key, (hit, name) in turn_items(self.db, unread).items():
+            for key, (hit, name) in turn_items(self.db, unread, self.slots).items():
                 self._items[hit.id][key] = (hit, name)
         return dict(sorted((key, item) for id_ in ids for key, item in self._items[id_].items()))
 
@@ -196,14 +208,15 @@ def _best_turns(own: Mapping[str, float], turn_of: Mapping[str, str],
 
 def in_context(db: sqlite3.Connection, own: Mapping[str, float],
                turns: Mapping[str, tuple[str, str]],
-               cosines: Callable[[dict[str, str]], dict[str, float]] | None,
+               cosines: Callable[[dict[str, str], Mapping[str, int]], dict[str, float]] | None,
                cosine_weight: float, models: Callable[[str, str], bool],
                reads: TurnReads | None = None) -> tuple[dict[str, float], dict[str, Hit]]:
     """Every candidate's score with its turn's context added, and the neighbours that join
     the candidates. ``own``: fused score by item key; ``turns``: the turn id and speaker of
     each candidate that is a turn (or a passage of one); ``cosines``: exact cosines of items,
-    given key → content hash (None without vectors: a new neighbour then scores by its
-    context alone); ``reads``: what was read of the turns already (:class:`TurnReads`).
+    given key → content hash and the matrix slots ``reads`` found of them (None without
+    vectors: a new neighbour then scores by its context alone); ``reads``: what was read of
+    the turns already (:class:`TurnReads`).
     Returns the scores by key (candidates and new neighbours) and the item of each new key.
 
     Only people's turns give and gain context (``models(session, speaker)`` tells a
@@ -228,7 +241,7 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
     fresh_ids = {n for near in around.values() for n, _ in near} - set(places)
     fresh = {key: hit for key, (hit, _) in nearby.items() if hit.id in fresh_ids}
     fresh_turn = {key: hit.id for key, hit in fresh.items()}
-    found = (cosines({key: hit.content_hash for key, hit in fresh.items()})
+    found = (cosines({key: hit.content_hash for key, hit in fresh.items()}, reads.slots or {})
              if cosines is not None and fresh else {})
     scores = dict(own)
     for key in fresh_turn:

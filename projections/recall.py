@@ -76,7 +76,8 @@ class Semantic(Protocol):
 
     def nearest(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
-    def cosines(self, query: str, keys: Mapping[str, str]) -> dict[str, float]: ...
+    def cosines(self, query: str, keys: Mapping[str, str],
+                slots: Mapping[str, int] | None = None) -> dict[str, float]: ...
 
     def similarity(self, content_hashes: Sequence[str]) -> list[list[float]]: ...
 
@@ -279,7 +280,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     prefetched for ``named.query``, the query without the speakers' names it holds) with its
     fused score, weighted by freshness and (for memories) confidence; inactive memories left
     out; best first."""
-    reads = context.TurnReads(db)
+    reads = context.TurnReads(db, slots=semantic is not None)
     reads.know(lexical)
     cosines: dict[str, float] = {}
     if semantic is not None:
@@ -300,7 +301,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         fused, fresh = context.in_context(
             db, fused, {key: (hit.id, speaker_of(hit.content)) for key, hit in hits.items()
                         if hit.source == TURN},
-            (lambda keys: semantic.cosines(named.query, keys)) if semantic is not None else None,
+            (lambda keys, slots: semantic.cosines(named.query, keys, slots))
+            if semantic is not None else None,
             COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats), reads)
         hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
     states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])

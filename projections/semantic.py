@@ -145,15 +145,18 @@ class SemanticSearch:
         return [] if vector is None else vector_search(self.store, self.home, vector, k,
                                                        prescanned=prescanned)
 
-    def cosines(self, query: str, keys: Mapping[str, str]) -> dict[str, float]:
+    def cosines(self, query: str, keys: Mapping[str, str],
+                slots: Mapping[str, int] | None = None) -> dict[str, float]:
         """Exact cosines of the given items, key → the content hash read for it (those not
-        embedded yet are absent)."""
+        embedded yet are absent); ``slots``: matrix slots read with some of them in the
+        caller's transaction (:func:`~projections.vector_search.vector_search`)."""
         from .vector_search import vector_search
 
         vector = self._vector(query)
         if vector is None or not keys:
             return {}
-        return dict(vector_search(self.store, self.home, vector, len(keys), keys_filter=keys))
+        return dict(vector_search(self.store, self.home, vector, len(keys), keys_filter=keys,
+                                  slots=slots))
 
 
     def neighbours(self, content_hash: str, k: int) -> list[tuple[str, float]]:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int,
                   keys_filter: Iterable[str] | Mapping[str, str] | None = None,
-                  prescanned: Prescan | None = None) -> list[tuple[str, float]]:
+                  prescanned: Prescan | None = None,
+                  slots: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
     """The ``k`` items nearest to ``query_vec`` (a unit vector from the active model's
     embedder) by cosine, best first, as ``(item key, cosine)``; ties by key. ``keys_filter``
     restricts the search to those item keys; given as a mapping, key → the content hash the
@@ -36,7 +37,10 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
     Reads one consistent snapshot of the projection db (unless the caller already has a
     transaction open). ``home`` locates the matrix file (default: the store's).
     ``prescanned``: :func:`prescan` of this same query, done beforehand (on another thread);
-    used when it was of the file and slot count this snapshot has."""
+    used when it was of the file and slot count this snapshot has. ``slots``: with a
+    ``keys_filter`` mapping, the matrix slot of some of its keys whose ``vector_slots`` row
+    has the content hash given for the key, read by the caller in the transaction it has
+    open (ignored otherwise): those are not looked up again."""
     import numpy as np
 
     if k <= 0:
@@ -65,8 +69,10 @@ def vector_search(store_or_db: DbLike, home: Home | None, query_vec: Any, k: int
         # the slot of every item gone: at the file's generation each slot is a live item.
         settled = state.generation == generation(db)
         if keys_filter is not None:
+            expected = keys_filter if isinstance(keys_filter, Mapping) else None
             return _of_keys(db, active, matrix, state.count, query, k, sorted(set(keys_filter)),
-                            keys_filter if isinstance(keys_filter, Mapping) else None, settled)
+                            expected, settled,
+                            slots if expected is not None and not own else None)
         ready = (prescanned if prescanned is not None and prescanned.file == state.file
                  and prescanned.count == state.count else None)
         hits = _from_matrix(db, active, matrix, state.count, query, k, ready, settled)
@@ -223,19 +229,24 @@ def _from_matrix(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, co
 
 def _of_keys(db: sqlite3.Connection, active: ActiveModel, matrix: Matrix, count: int,
              query: np.ndarray, k: int, keys: Sequence[str],
-             expected: Mapping[str, str] | None, settled: bool) -> list[tuple[str, float]]:
+             expected: Mapping[str, str] | None, settled: bool,
+             known: Mapping[str, int] | None = None) -> list[tuple[str, float]]:
     """The ``keys_filter`` search: the vectors of items in the file read from it, of the
     others (embedded since the last refresh, or of other content than ``expected``) from the
-    cache."""
+    cache. ``known``: slots the caller read with the expected content (vector_search's
+    ``slots``); the others are looked up."""
     import numpy as np
 
+    slot_of = ({key: slot for key in keys if (slot := known.get(key)) is not None
+                and slot < count} if known else {})
+    unknown = [key for key in keys if key not in slot_of]
     slotted = _in_chunks(db, "SELECT slot, key, content_hash FROM vector_slots"
-                              " WHERE slot < ? AND key IN", keys, [count])
+                              " WHERE slot < ? AND key IN", unknown, [count])
     if expected is None:
-        slot_of = {key: slot for slot, key in _checked(db, slotted, settled).items()}
+        slot_of.update((key, slot) for slot, key in _checked(db, slotted, settled).items())
     else:
-        slot_of = {key: slot for slot, key, content_hash in slotted
-                   if expected.get(key) == content_hash}
+        slot_of.update((key, slot) for slot, key, content_hash in slotted
+                       if expected.get(key) == content_hash)
     hits: list[tuple[str, float]] = []
     if slot_of:
         found = sorted(slot_of)

@@ -364,6 +364,48 @@ def test_keys_filter_restricts_the_search(store: ProjectionStore, log: EventLog,
     assert {h[0] for h in hits} == {key(events[1]), key(events[2])}
 
 
+def test_slots_read_with_the_items_are_not_looked_up_again(
+        store: ProjectionStore, log: EventLog, home: Home,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The context step reads its turns' items with their matrix slots (``turn_items``
+    with ``slots``); their cosines then look up only the keys without one, and come out
+    as a plain ``keys_filter`` search's. A slot past the file's count, or hints given
+    outside a transaction (read in another snapshot), are not trusted."""
+    from events.db import read_transaction
+    from projections.context import turn_items
+
+    events = [say(log, text) for text in TEXTS]
+    choose(log)
+    store.catch_up_all()
+    embed_pending(store, fake(store))
+    ids = {event.id for event in events}
+    slots: dict[str, int] = {}
+    items = turn_items(store.db, ids, slots)
+    assert items.keys() == turn_items(store.db, ids).keys() == slots.keys()
+    assert slots == dict(store.db.execute("SELECT key, slot FROM vector_slots").fetchall())
+    expected = {k: hit.content_hash for k, (hit, _) in items.items()}
+    query = word_vector("puppy ci")
+    plain = vector_search(store, home, query, 5, keys_filter=expected)
+    looked_up: list[list[str]] = []
+    real = vector_search_module._in_chunks
+    monkeypatch.setattr(vector_search_module, "_in_chunks",
+                        lambda db, sql, values, before=(): looked_up.append(list(values))
+                        or real(db, sql, values, before))
+    hinted = {k: slots[k] for k in sorted(slots)[:3]}
+    with read_transaction(store.db):
+        got = vector_search(store, home, query, 5, keys_filter=expected, slots=hinted)
+    assert got == plain
+    assert looked_up == [sorted(set(expected) - set(hinted))]
+    looked_up.clear()
+    with read_transaction(store.db):  # a slot the file does not have yet: looked up
+        vector_search(store, home, query, 5, keys_filter=expected,
+                      slots={**hinted, sorted(hinted)[0]: 10_000})
+    assert looked_up == [sorted(set(expected) - set(hinted) | {sorted(hinted)[0]})]
+    looked_up.clear()
+    assert vector_search(store, home, query, 5, keys_filter=expected, slots=hinted) == plain
+    assert looked_up == [sorted(expected)]  # no transaction of the caller's: no hints
+
+
 def test_without_the_file_search_falls_back_to_the_cache(store: ProjectionStore, log: EventLog,
                                                          home: Home) -> None:
     events = [say(log, text) for text in TEXTS]
