@@ -150,9 +150,12 @@ class TurnReads:
         # with ``slots``: the vector matrix slot of each item read that has one (turn_items)
         self.slots: dict[str, int] | None = {} if slots else None
 
-    def know(self, hits: Iterable[Hit]) -> None:
+    def know(self, hits: Iterable[Hit], slots: Mapping[str, int] | None = None) -> None:
         """Where the turns of these hits sit, from the hits themselves: a turn's items
-        (its passages) are all of its event, so each has the turn's session and seq."""
+        (its passages) are all of its event, so each has the turn's session and seq; and
+        ``slots``, the matrix slots read with them (``search``'s)."""
+        if slots and self.slots is not None:
+            self.slots.update(slots)
         for hit in hits:
             if hit.source == TURN and hit.id not in self._places:
                 self._places[hit.id] = Turn(hit.id, hit.session, hit.seq)

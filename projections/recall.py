@@ -33,7 +33,7 @@ from .recency import (
     superseded_factors,
     temporal_intent,
 )
-from .search import Hit, items_by_key, search
+from .search import Hit, indexed_items, items_by_key, search
 from .speakers import Naming, chat_sessions, is_model, naming, speaker_factors, speaker_of
 from .tokens import estimate
 from .when import period_factors
@@ -228,11 +228,13 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     named = naming(db, query)
     if semantic is not None:
         semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
-    lexical = search(db, query, CANDIDATES, common=semantic is None)
-    # (FTS5's item count is read outside a transaction: see search.indexed_items)
+    total = indexed_items(db)  # read outside the transaction: see search.indexed_items
+    slots: dict[str, int] | None = {} if semantic is not None else None
     with read_transaction(db):
+        lexical = search(db, query, CANDIDATES, common=semantic is None, total=total,
+                         slots=slots)
         ranked = [(score, hit) for score, hit in _ranked(db, query, lexical, named, semantic,
-                                                         now)
+                                                         now, slots or {})
                   if score >= min_score and hit.id not in skip
                   and not (exclude_session and hit.session == exclude_session)]
         ranked, replies = _voiced(db, named, ranked)
@@ -275,20 +277,21 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
 
 
 def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Naming,
-            semantic: Semantic | None, now: dt.datetime) -> list[tuple[float, Hit]]:
-    """Every candidate of either list (``lexical``: the FTS5 hits; the semantic half was
-    prefetched for ``named.query``, the query without the speakers' names it holds) with its
-    fused score, weighted by freshness and (for memories) confidence; inactive memories left
-    out; best first."""
+            semantic: Semantic | None, now: dt.datetime,
+            slots: Mapping[str, int]) -> list[tuple[float, Hit]]:
+    """Every candidate of either list (``lexical``: the FTS5 hits, ``slots`` the matrix
+    slots read with them; the semantic half was prefetched for ``named.query``, the query
+    without the speakers' names it holds) with its fused score, weighted by freshness and
+    (for memories) confidence; inactive memories left out; best first."""
     reads = context.TurnReads(db, slots=semantic is not None)
-    reads.know(lexical)
+    reads.know(lexical, slots)
     cosines: dict[str, float] = {}
     if semantic is not None:
         if context.CONTEXT_WEIGHT:  # while the other thread embeds the query
             reads.warm([hit.id for hit in lexical if hit.source == TURN], semantic.embedding)
         # the lexical hits' cosines once the query is embedded, while the file is scanned
         lexical_cosines = semantic.cosines(named.query,
-                                           {h.key: h.content_hash for h in lexical})
+                                           {h.key: h.content_hash for h in lexical}, reads.slots)
         cosines = dict(semantic.nearest(named.query, CANDIDATES))
         cosines.update((key, cosine) for key, cosine in lexical_cosines.items()
                        if key not in cosines)

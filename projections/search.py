@@ -88,15 +88,18 @@ HIT_COLUMNS = ("i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.typ
 COMMON_TERM_SHARE = 0.02
 
 
-def _selective_terms(db: sqlite3.Connection, query: str, common: bool = True) -> list[str]:
+def _selective_terms(db: sqlite3.Connection, query: str, common: bool = True,
+                     total: int | None = None) -> list[str]:
     """The query's terms that say something: those in at most ``COMMON_TERM_SHARE`` of the
     items; when no such term is in any item, the rarest common one (``common=False``: none —
     with cosine results beside it, a list ranked by one common word only adds noise, yet
-    its best hit would score as high as any exact match)."""
+    its best hit would score as high as any exact match). ``total``: the items indexed,
+    when the caller read it (:func:`indexed_items`)."""
     terms = query_terms(query)
     if len(terms) < 2:
         return terms
-    total = indexed_items(db)
+    if total is None:
+        total = indexed_items(db)
     limit = max(COMMON_TERM_SHARE * total, 50)
     # counted up to just past the limit: whether a term is rare is all that is asked, and
     # counting every item a common word is in ("what": a fifth of them) was the slow part
@@ -114,14 +117,20 @@ def indexed_items(db: sqlite3.Connection) -> int:
     record — row 1 of ``search_fts_data``: the row count as an SQLite varint, then each
     column's token total (SQLite's ``fts5_index.c``) — written whenever a change commits; it
     is read there, since counting the items took ~0.7 ms of each recall at 100,000. Inside
-    a transaction (FTS5 may not have written it yet) or without the record: counted."""
-    if not db.in_transaction:
-        row = db.execute("SELECT block FROM search_fts_data WHERE id = 1").fetchone()
-        if row is not None and isinstance(row[0], bytes) and row[0]:
-            count = _varint(row[0])
-            if count is not None:
-                return count
-    return int(db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0])
+    a transaction (FTS5 may not have written it yet) or without the record: counted. A home
+    whose index was never built holds none."""
+    try:
+        if not db.in_transaction:
+            row = db.execute("SELECT block FROM search_fts_data WHERE id = 1").fetchone()
+            if row is not None and isinstance(row[0], bytes) and row[0]:
+                count = _varint(row[0])
+                if count is not None:
+                    return count
+        return int(db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return 0
+        raise
 
 
 def _varint(data: bytes) -> int | None:
@@ -144,11 +153,14 @@ def _items_with(db: sqlite3.Connection, term: str, cap: int = -1) -> int:
 
 
 def search(db: sqlite3.Connection, query: str, k: int = 20,
-           sources: Sequence[str] | None = None, *, common: bool = True) -> list[Hit]:
-    """BM25-ranked items (best first; ``score`` is -bm25, higher is better). ``common``: see
-    :func:`_selective_terms`."""
+           sources: Sequence[str] | None = None, *, common: bool = True,
+           total: int | None = None, slots: dict[str, int] | None = None) -> list[Hit]:
+    """BM25-ranked items (best first; ``score`` is -bm25, higher is better). ``common``,
+    ``total``: see :func:`_selective_terms`. ``slots`` (without ``sources``), when given, is
+    filled with the vector matrix slot of each hit whose slot holds the hit's content, read
+    with it (its cosine then needs no lookup: ``vector_search``'s ``slots``)."""
     try:
-        expression = quoted_any(_selective_terms(db, query, common))
+        expression = quoted_any(_selective_terms(db, query, common, total))
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
@@ -156,7 +168,7 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
     if expression is None:
         return []
     if not sources:
-        return _best(db, expression, k)
+        return _best(db, expression, k, slots)
     where = f"search_fts MATCH ? AND i.source IN ({','.join('?' * len(sources))})"
     args = [expression, *sources]
     try:
@@ -171,7 +183,8 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
     return [Hit(*r) for r in rows]
 
 
-def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
+def _best(db: sqlite3.Connection, expression: str, k: int,
+          slots: dict[str, int] | None = None) -> list[Hit]:
     """The ``k`` best matches in two steps: rank the index alone, then read the items of the
     best ``k``. One joined query (the ``sources`` path) reads every column of every match
     into its sorter before the LIMIT — the text of thousands of items at 100,000 — and took
@@ -184,13 +197,19 @@ def _best(db: sqlite3.Connection, expression: str, k: int) -> list[Hit]:
         if not top:
             return []
         rows = db.execute(
-            f"SELECT i.rowid, {HIT_COLUMNS} FROM search_items i JOIN search_fts f"
-            f" ON f.rowid = i.rowid WHERE i.rowid IN ({','.join('?' * len(top))})",
+            f"SELECT i.rowid, {HIT_COLUMNS}{', s.slot' if slots is not None else ''}"
+            " FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
+            + (" LEFT JOIN vector_slots s ON s.key = i.key AND s.content_hash = i.content_hash"
+               if slots is not None else "")
+            + f" WHERE i.rowid IN ({','.join('?' * len(top))})",
             [rowid for rowid, _ in top]).fetchall()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
         raise
+    if slots is not None:
+        slots.update((row[1], row[-1]) for row in rows if row[-1] is not None)
+        rows = [row[:-1] for row in rows]
     found = {r[0]: r for r in rows}
     return [Hit(*(*r[1:], score)) for rowid, score in top
             if (r := found.get(rowid)) is not None]

@@ -3,6 +3,7 @@ rebuildable, crash-safe files, and forgetting."""
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,7 @@ def test_the_item_count_read_from_the_index_is_the_count(log: EventLog,
     def counted() -> int:
         return int(store.db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0])
 
+    assert indexed_items(sqlite3.connect(":memory:")) == 0  # no index built yet: none
     store.catch_up_all()
     assert indexed_items(store.db) == counted() == 0
     notes = [log.append(Remembered(text=f"note number {i}"), stream="memory") for i in range(300)]

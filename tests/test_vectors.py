@@ -18,7 +18,7 @@ from projections import vector_cache, vector_matrix
 from projections import vector_search as vector_search_module
 from projections.engine import ProjectionStore
 from projections.items import content_hash
-from projections.search import SearchProjector
+from projections.search import SearchProjector, search
 from projections.vector_cache import active_model, pending_count
 from projections.vector_embed import embed_pending
 from projections.vector_matrix import refresh_vectors, vectors_dir
@@ -383,6 +383,10 @@ def test_slots_read_with_the_items_are_not_looked_up_again(
     items = turn_items(store.db, ids, slots)
     assert items.keys() == turn_items(store.db, ids).keys() == slots.keys()
     assert slots == dict(store.db.execute("SELECT key, slot FROM vector_slots").fetchall())
+    found: dict[str, int] = {}  # the lexical hits' slots come with them the same way
+    hits = search(store.db, "puppy build", 10, slots=found)
+    assert len(hits) == 4 and found == {hit.key: slots[hit.key] for hit in hits}
+    assert search(store.db, "puppy build", 10) == hits
     expected = {k: hit.content_hash for k, (hit, _) in items.items()}
     query = word_vector("puppy ci")
     plain = vector_search(store, home, query, 5, keys_filter=expected)
@@ -404,6 +408,11 @@ def test_slots_read_with_the_items_are_not_looked_up_again(
     looked_up.clear()
     assert vector_search(store, home, query, 5, keys_filter=expected, slots=hinted) == plain
     assert looked_up == [sorted(expected)]  # no transaction of the caller's: no hints
+    stale = sorted(slots)[0]  # a slot that holds other content than the item's: not given
+    store.db.execute("UPDATE vector_slots SET content_hash = 'other' WHERE key = ?", (stale,))
+    again: dict[str, int] = {}
+    turn_items(store.db, ids, again)
+    assert again == {k: v for k, v in slots.items() if k != stale}
 
 
 def test_without_the_file_search_falls_back_to_the_cache(store: ProjectionStore, log: EventLog,
