@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .items import TURN
-from .search import HIT_COLUMNS, Hit
+from .search import HIT_COLUMNS, Hit, slot_sql, take_slots
 from .speakers import speaker_of
 
 CONTEXT_WEIGHT = 0.35  # share of the best neighbour's score a turn gains
@@ -122,17 +122,11 @@ def turn_items(db: sqlite3.Connection, ids: set[str],
         return {}
     # By id, then the text of those rows only: CROSS JOIN keeps SQLite from scanning the
     # whole full-text index first (as it chose to, given an ORDER BY: 80 ms at 100,000 items)
-    slot = (", s.slot" if slots is not None else "")
-    rows = db.execute(
-        f"SELECT {HIT_COLUMNS}, 0.0{slot} FROM search_items i CROSS JOIN search_fts f"
-        " ON f.rowid = i.rowid"
-        + (" LEFT JOIN vector_slots s ON s.key = i.key AND s.content_hash = i.content_hash"
-           if slots is not None else "")
-        + f" WHERE i.id IN ({','.join('?' * len(unique))}) AND +i.source = 'turn'",
-        unique).fetchall()
-    if slots is not None:
-        slots.update((row[0], row[-1]) for row in rows if row[-1] is not None)
-        rows = [row[:-1] for row in rows]
+    column, join = slot_sql(slots)
+    rows = take_slots(db.execute(
+        f"SELECT {HIT_COLUMNS}, 0.0{column} FROM search_items i CROSS JOIN search_fts f"
+        f" ON f.rowid = i.rowid{join} WHERE i.id IN ({','.join('?' * len(unique))})"
+        " AND +i.source = 'turn'", unique).fetchall(), slots, 0)
     return {row[0]: (Hit(*row), speaker_of(row[3])) for row in sorted(rows)}
 
 

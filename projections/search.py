@@ -14,6 +14,7 @@ from events import RecordedEvent
 from .fts import query_terms, quoted_any
 from .item_index import ItemIndexProjector
 from .items import Item
+from .vector_cache import missing_table
 
 
 class SearchProjector(ItemIndexProjector):
@@ -82,6 +83,25 @@ HIT_COLUMNS = ("i.key, i.source, i.id, f.content, i.at, i.refs, i.session, i.typ
                " i.content_hash, i.seq")
 
 
+def slot_sql(slots: dict[str, int] | None) -> tuple[str, str]:
+    """The last column and the join that read each item ``i``'s slot in the vector matrix
+    file with it — where the slot holds the item's content, else NULL — when ``slots`` is
+    given; nothing otherwise. :func:`take_slots` then splits the column off."""
+    if slots is None:
+        return "", ""
+    return (", s.slot",
+            " LEFT JOIN vector_slots s ON s.key = i.key AND s.content_hash = i.content_hash")
+
+
+def take_slots(rows: list[Any], slots: dict[str, int] | None, key_at: int) -> list[Any]:
+    """``rows`` read with :func:`slot_sql`'s column, without it: each slot found goes into
+    ``slots`` under the key in column ``key_at``."""
+    if slots is None:
+        return rows
+    slots.update((row[key_at], row[-1]) for row in rows if row[-1] is not None)
+    return [row[:-1] for row in rows]
+
+
 # A term found in more than this share of the items says little about any of them (a low
 # IDF) but costs the most: BM25 must score every item it matches. Such terms are left out
 # of the query when a rarer one remains.
@@ -128,7 +148,7 @@ def indexed_items(db: sqlite3.Connection) -> int:
                     return count
         return int(db.execute("SELECT COUNT(*) FROM search_items").fetchone()[0])
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
+        if missing_table(exc):
             return 0
         raise
 
@@ -162,7 +182,7 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
     try:
         expression = quoted_any(_selective_terms(db, query, common, total))
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
+        if missing_table(exc):
             return []
         raise
     if expression is None:
@@ -177,7 +197,7 @@ def search(db: sqlite3.Connection, query: str, k: int = 20,
             " JOIN search_items i ON i.rowid = f.rowid"
             f" WHERE {where} ORDER BY bm25(search_fts) LIMIT ?", args + [k]).fetchall()
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
+        if missing_table(exc):
             return []
         raise
     return [Hit(*r) for r in rows]
@@ -196,20 +216,16 @@ def _best(db: sqlite3.Connection, expression: str, k: int,
                          " ORDER BY bm25(search_fts) LIMIT ?", (expression, k)).fetchall()
         if not top:
             return []
+        column, join = slot_sql(slots)
         rows = db.execute(
-            f"SELECT i.rowid, {HIT_COLUMNS}{', s.slot' if slots is not None else ''}"
-            " FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
-            + (" LEFT JOIN vector_slots s ON s.key = i.key AND s.content_hash = i.content_hash"
-               if slots is not None else "")
-            + f" WHERE i.rowid IN ({','.join('?' * len(top))})",
+            f"SELECT i.rowid, {HIT_COLUMNS}{column} FROM search_items i JOIN search_fts f"
+            f" ON f.rowid = i.rowid{join} WHERE i.rowid IN ({','.join('?' * len(top))})",
             [rowid for rowid, _ in top]).fetchall()
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
+        if missing_table(exc):
             return []
         raise
-    if slots is not None:
-        slots.update((row[1], row[-1]) for row in rows if row[-1] is not None)
-        rows = [row[:-1] for row in rows]
+    rows = take_slots(rows, slots, 1)
     found = {r[0]: r for r in rows}
     return [Hit(*(*r[1:], score)) for rowid, score in top
             if (r := found.get(rowid)) is not None]
