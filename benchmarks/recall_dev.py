@@ -20,6 +20,8 @@ failures. It reads the dev sets only; held-out sets are not to be tuned on.
     python benchmarks/recall_dev.py ../shared/bench/longmemeval/longmemeval_s_dev.json \\
         --homes /tmp/homes/lme
     python benchmarks/recall_dev.py changed-facts --homes /tmp/homes/cf
+    python benchmarks/recall_dev.py ../shared/bench/locomo --homes /tmp/homes/locomo-night \
+        --night
 """
 from __future__ import annotations
 
@@ -68,6 +70,9 @@ def main() -> None:
                         help="write one JSON line per question (refs found, evidence)")
     parser.add_argument("--limit", type=int, help="the first N questions only")
     parser.add_argument("--category", help="only questions of this category")
+    parser.add_argument("--night", action="store_true", help="run the default night (mine, "
+                        "dream, consolidate) in each home before asking: recall with the "
+                        "night's memories (keep such homes apart from the others)")
     args = parser.parse_args()
 
     from events import EventLog
@@ -95,6 +100,11 @@ def main() -> None:
             continue
         built = build_home(args.homes, conv, embed=True, models=models)
         models = models or model_folder(built.home)
+        if args.night:
+            from workers.mining.distribute import LocalExtractor
+            from workers.schedule import run_night
+
+            run_night(built.home, lambda _home, spec: LocalExtractor(spec))
         with EventLog(built.home.events_db) as log, open_store(built.home, log) as store:
             semantic = semantic_searcher(built.home, store)
             for q in questions:

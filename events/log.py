@@ -533,6 +533,13 @@ class EventLog:
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
 
+    def latest_occurred(self, types: Sequence[str]) -> str | None:
+        """The newest ``occurred_at`` among events of ``types`` (None when there is none):
+        the log's own "now", which an imported history keeps from when it was said."""
+        marks = ", ".join("?" * len(types))
+        return self.db.execute(f"SELECT MAX(occurred_at) FROM events WHERE type IN ({marks})",
+                               list(types)).fetchone()[0]
+
     def stream_version(self, stream: str) -> int:
         return self._stream_version(stream)
 

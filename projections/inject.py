@@ -76,7 +76,7 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
-                                  exclude={i.id for i in pinned})
+                                  exclude={i.id for i in pinned}, whole_long_term=True)
     # rendered by section, the pinned first in theirs; trailing (scored) items go first
     return _fitted([*pinned, *result.items], budget, render_block)
 

@@ -9,7 +9,9 @@ carries source, id, content, score, tokens, at and refs.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -20,6 +22,7 @@ from events.db import read_transaction
 from events.text import repaired
 
 from . import context
+from .fts import STOPWORDS
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states
@@ -43,6 +46,7 @@ CANDIDATES = 50               # depth of each ranked list before fusion
 CONTENDERS = 200              # fused scores among which a turn's neighbour must be to be read
 COSINE_WEIGHT = 3.0           # fused score = BM25 / best BM25 of the query + COSINE_WEIGHT · cosine
 LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the budget
+LINE_OVERLAP = 3              # within a budget, a MEMORY.md line shares this many words
 # The profile and project facts together take at most this share: mining can type hundreds
 # of memories project_fact, and the 1.5B model's 243 memories of the LoCoMo dev set, all
 # put first, left the scored part no room (evidence recall @512 0.642 → 0.031). Facts that
@@ -140,10 +144,12 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
     return RecallItem(source, id_, content, round(score, 6), estimate(content), at, list(refs))
 
 
-def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
+def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set[str]:
     """Profile, project facts (together at most :data:`HEAD_FACTS_SHARE` of the budget;
-    facts by confidence × relevancy, then newest), then MEMORY.md up to its share; returns
-    the content hashes used, so the scored part does not repeat them."""
+    facts by confidence × relevancy, then newest), then MEMORY.md up to its share — within
+    a budget and for a ``query`` (the question without the speakers' names) only its lines
+    that answer it (:func:`_relevant_lines`); returns the content hashes used, so the
+    scored part does not repeat them."""
     used: set[str] = set()
     room = math.inf if filler.budget <= 0 else HEAD_FACTS_SHARE * filler.budget
     for type_, source in (("workspace_profile", "workspace_profile"),
@@ -162,11 +168,59 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler) -> set[str]:
     if long_term:
         share = (filler.room() if filler.budget <= 0
                  else min(filler.room(), LONG_TERM_SHARE * filler.budget))
-        text = _fit_lines(long_term, share)
-        if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "", [])):
+        text = _fit_lines(long_term if filler.budget <= 0 or not query.strip() else
+                          _relevant_lines(long_term, query), share)
+        if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "",
+                                     _line_refs(db, text))):
             used.add(content_hash(text))
             used |= {content_hash(section) for section in _sections_within(db, text)}
     return used
+
+
+_SINCE = re.compile(r" \(since [^)]*\)$")
+
+
+def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
+    """The refs of the active memories whose statements MEMORY.md's lines are (a line is
+    a memory's content, less its full stop, with "(since DATE)" for a current value):
+    what the block derives from."""
+    lines = {_SINCE.sub("", line[2:]).rstrip(". ").casefold()
+             for line in text.splitlines() if line.startswith("- ")}
+    if not lines:
+        return []
+    marks = ", ".join("?" * len(lines))
+    rows = db.execute("SELECT refs FROM memories WHERE status = 'active' AND"
+                      f" lower(rtrim(content, '. ')) IN ({marks}) ORDER BY seq",
+                      sorted(lines)).fetchall()
+    refs: list[str] = []
+    for (found,) in rows:
+        refs += [r for r in json.loads(found or "[]") if r not in refs]
+    return refs
+
+
+def _relevant_lines(text: str, query: str) -> str:
+    """MEMORY.md with only the bullets that share at least :data:`LINE_OVERLAP` words
+    (their first five letters, so "moved" meets "move"; all of them for a shorter question)
+    with ``query``, under their headings; "" when none does. A file of a year's facts would
+    otherwise fill its share of every budget, whatever is asked (LoCoMo evidence recall
+    @512 with a night's MEMORY.md: docs/benchmarks.md)."""
+    wanted = _stems(query)
+    if not wanted:
+        return ""
+    need = min(LINE_OVERLAP, len(wanted))
+    out: list[str] = []
+    heading: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            heading = [line]
+        elif line.strip() and len(_stems(line) & wanted) >= need:
+            out += heading + [line]
+            heading = []
+    return "\n".join(out)
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in re.findall(r"[a-z0-9]{3,}", text.casefold()) if w not in STOPWORDS}
 
 
 def _fit_lines(text: str, tokens: float) -> str:
@@ -212,10 +266,12 @@ def _fuse(lexical: list[Hit], cosines: dict[str, float]) -> dict[str, float]:
 def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: int = 10,
            semantic: Semantic | None = None, now: dt.datetime | None = None, *,
            head: bool = True, exclude: Iterable[str] = (), exclude_session: str = "",
-           min_score: float = 0.0) -> RecallResult:
+           min_score: float = 0.0, whole_long_term: bool = False) -> RecallResult:
     """Recall for ``query`` within ``budget`` tokens (0: no budget), at most ``k`` scored
     items after the fixed head. ``semantic`` adds cosine results when vectors exist.
-    ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md);
+    ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md) — within a
+    budget its MEMORY.md holds the lines that answer ``query`` unless ``whole_long_term``
+    (a chat's start block: the whole file, up to its share);
     ``exclude`` names item ids already shown (a chat's earlier injections) and
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
     its prompt already); scored items below ``min_score`` are left out. Any string is a
@@ -223,9 +279,10 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     query = repaired(query)
     now = now or clock.now()
     filler = _Filler(budget)
-    seen_hashes = _fixed_head(db, filler) if head else set()
-    skip = set(exclude)
     named = naming(db, query)
+    seen_hashes = _fixed_head(db, filler, "" if whole_long_term else named.query) \
+        if head else set()
+    skip = set(exclude)
     if semantic is not None:
         semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
     total = indexed_items(db)  # read outside the transaction: see search.indexed_items
@@ -429,11 +486,16 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: _Rep
              if filler.budget <= 0 else {})
     turns: dict[str, _Turn] = {}
     whole: set[str] = set()   # turns shown whole (no budget)
+    # within a budget, what an item derives from is shown once: a mined statement of a turn
+    # already shown (or the turn of a statement already shown) would only say it again
+    covered = {r for item in filler.items for r in item.refs}
     scored = 0
     for score, hit in ranked:
         if scored >= k or filler.room() < MIN_ITEM_TOKENS:
             break
         part = key_part(hit.key) if hit.source == TURN else None
+        if filler.budget > 0 and _repeats(covered, hit, part is not None and hit.id in turns):
+            continue
         if part is not None and filler.budget <= 0:
             if hit.id in whole:
                 continue
@@ -457,9 +519,16 @@ def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: _Rep
         if filler.add(_item(_source_label(lead), lead.id, content, score, lead.at, refs)):
             seen_hashes.update(p.content_hash for p in parts)
             scored += 1
+            covered.update(refs)
             if part is not None:
                 speaker, _, text = hit.content.partition(": ")
                 turns[hit.id] = _Turn(len(filler.items) - 1, {part: text}, speaker)
+
+
+def _repeats(covered: set[str], hit: Hit, joins_shown_turn: bool) -> bool:
+    """Whether every turn ``hit`` derives from is shown already (never for a passage that
+    joins its turn's item)."""
+    return bool(hit.refs) and set(hit.refs) <= covered and not joins_shown_turn
 
 
 def _exchange(db: sqlite3.Connection, hit: Hit, reply: Hit | None, question: Hit | None,

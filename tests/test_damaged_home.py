@@ -60,12 +60,12 @@ def half(path: Path) -> None:
 
 
 def middle(path: Path) -> None:
-    """Overwrite four pages in the middle of the file with random bytes."""
+    """Overwrite sixteen pages in the middle of the file with random bytes."""
     size, page = path.stat().st_size, 4096
     start = (size // page // 2) * page
     with open(path, "r+b") as handle:
         handle.seek(start)
-        handle.write(random.Random(2).randbytes(4 * page))
+        handle.write(random.Random(2).randbytes(16 * page))
 
 
 DAMAGE = {"garbage": garbage, "half-truncated": half, "pages overwritten": middle}
@@ -88,8 +88,8 @@ def test_a_damaged_projections_db_is_found_named_and_rebuilt(
     failed = []
     for command in (["recall", "bees"], ["sync"], ["memory", "list"], ["memory", "forget", "x"]):
         result = run(*command, ok=False)
-        if result.exit_code == 0:  # pages it did not need to read (only the middle case)
-            continue
+        if result.exit_code == 0 or "nothing to forget" in result.output:
+            continue  # pages it did not need to read (only the middle case)
         failed.append(command[0])
         assert result.exit_code == 1, (command, result.output)
         assert f"Error: {home.projections_db} is " in result.output, (command, result.output)

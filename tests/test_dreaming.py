@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 
 from events import EventLog, Home, clock
-from events.types import MemoriesMined, Remembered
+from events.types import MemoriesMined, Remembered, UserTurn
 from projections import open_store
 from projections.memories import Memory, faded, get_memory, list_memories
 from projections.recall import recall
@@ -22,6 +22,11 @@ T0 = dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC)
 def mined(log: EventLog, at: dt.datetime, *memories: dict, model: str = "qwen") -> None:
     log.append(MemoriesMined(session="s", model=model, memories=list(memories)),
                stream="memory", occurred_at=at)
+
+
+def said(log: EventLog, at: dt.datetime, text: str = "Morning!") -> None:
+    """A turn at ``at``: the log's own time moves on to it."""
+    log.append(UserTurn(session="later", text=text, name="Ann"), stream="later", occurred_at=at)
 
 
 def m(memory_id: str, content: str, type_: str = "user_preference", subject: str = "",
@@ -91,7 +96,8 @@ def test_relevancy_fades_once_a_day_and_the_forgotten_are_archived(home: Home) -
         mined(log, T0 - 400 * DAY, m("me", "Ann is called Ann", "workspace_profile"))
         log.append(Remembered(text="Ann hates olives"), stream="memory",
                    occurred_at=T0 - 400 * DAY)
-    report = dream(home, now=T0 + 90 * DAY)
+        said(log, T0 + 90 * DAY)
+    report = dream(home, now=T0 + 90 * DAY + dt.timedelta(hours=1))
     assert (report.archived, report.decayed_at) == (1, "2024-03-31")
     left = active(home)
     assert "stale" not in left
@@ -102,24 +108,48 @@ def test_relevancy_fades_once_a_day_and_the_forgotten_are_archived(home: Home) -
         assert get_memory(store.db, "stale").reason == "relevancy below 0.1 on 2024-03-31"
     # the same day again: nothing to decide
     assert dream(home, now=T0 + 90 * DAY + dt.timedelta(hours=3)).events == 0
+    # a day later on the clock, but nobody said anything: the log's time stands still
+    assert dream(home, now=T0 + 91 * DAY).events == 0
+    with EventLog(home.events_db) as log:
+        said(log, T0 + 91 * DAY)
     assert dream(home, now=T0 + 91 * DAY).events == 1
     assert faded("2024-01-01T00:00:00.000000Z", dt.datetime(2024, 1, 1, tzinfo=dt.UTC), 90) == 1
 
 
+def test_an_old_history_is_measured_in_its_own_time(home: Home) -> None:
+    """A year of chats from 2023 imported today: nothing of it fades on the first night;
+    when the log's time does move on, the current value of an attribute and lasting facts
+    (likes, relationships, names) stay, while an unrepeated event of a day goes."""
+    with EventLog(home.events_db) as log:
+        mined(log, T0 - 400 * DAY, m("event", "Ann went to a pottery fair"),
+              m("home", "Ann lives in Leeds", "workspace_profile", "ann|home"),
+              m("editor", "Ann uses Helix as her editor", subject="ann|editor"),
+              m("like", "Ann loves strong black coffee"),
+              m("kin", "Ann's sister Lena is a nurse"))
+        said(log, T0 - 390 * DAY)
+    report = dream(home, now=T0 + 300 * DAY)          # the wall clock: almost two years on
+    assert report.archived == 0 and report.decayed_at == "2022-12-07"
+    assert len(active(home)) == 5
+    with EventLog(home.events_db) as log:
+        said(log, T0)                                 # the person comes back a year later
+    report = dream(home, now=T0 + 300 * DAY)
+    assert report.archived == 1 and set(active(home)) == {"home", "editor", "like", "kin"}
+
+
 def test_recall_weighs_memories_by_their_relevancy(home: Home) -> None:
     with EventLog(home.events_db) as log:
-        mined(log, T0 - 180 * DAY, m("old", "Ann likes green tea"))
-        mined(log, T0, m("new", "Ann likes black tea"))
+        mined(log, T0 - 180 * DAY, m("old", "Ann drank green tea at the station"))
+        mined(log, T0, m("new", "Ann drank black tea at the station"))
     with open_store(home) as store:
         store.catch_up_all()
         with clock.frozen(T0):
-            before = {i.id: i.score for i in recall(store.db, "Ann likes tea", 0).items}
+            before = {i.id: i.score for i in recall(store.db, "Ann drank tea", 0).items}
     dream(home, now=T0)
     with open_store(home) as store:
         store.catch_up_all()
         assert get_memory(store.db, "old").relevancy == pytest.approx(0.25)
         with clock.frozen(T0):
-            after = {i.id: i.score for i in recall(store.db, "Ann likes tea", 0).items}
+            after = {i.id: i.score for i in recall(store.db, "Ann drank tea", 0).items}
     assert after["old"] == pytest.approx(before["old"] * 0.25, rel=1e-3)
     assert after["new"] == pytest.approx(before["new"])
 

@@ -25,7 +25,7 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +121,15 @@ def _timed(stages: Stages, name: str, *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def stages(tmp_path_factory: pytest.TempPathFactory) -> Stages:
+def stages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stages]:
+    # module-scoped: the function-scoped "no embedding" setting of conftest is not on yet,
+    # and the passes settle (embed) when they end unless it is
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DIARIST_NO_EMBED", "1")
+        yield _stages(tmp_path_factory)
+
+
+def _stages(tmp_path_factory: pytest.TempPathFactory) -> Stages:
     root = tmp_path_factory.mktemp("stages")
     stages = Stages(root, write_transcript(root / "late.jsonl",
                                            life(LATE_SESSIONS, LATE_TURNS, SEED + 1, "late")))

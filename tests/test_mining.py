@@ -77,17 +77,19 @@ def test_heuristic_mines_first_person_facts_with_refs_and_journals_their_days(
     report = mine(home, HEURISTIC)
     assert (report.sessions, report.chunks, report.turns) == (2, 2, 5)
     found = {m.content: m for m in memories(home)}
-    assert set(found) == {"Maya: I live in Berlin now.", "Sam: I prefer tea to coffee.",
-                          "Maya: I adopted a greyhound called Juno."}
-    berlin = found["Maya: I live in Berlin now."]
+    # third-person statements that name who, each citing its one turn; "How was your
+    # weekend?" (a question) and "Wow! Congratulations." (a reaction) are not kept
+    assert set(found) == {"Maya lives in Berlin now.", "Sam prefers tea to coffee.",
+                          "Maya adopted a greyhound called Juno."}
+    berlin = found["Maya lives in Berlin now."]
     assert (berlin.type, berlin.source, berlin.refs, berlin.subject) == (
         "workspace_profile", "heuristic", ["r1"], "maya|home")
-    assert found["Sam: I prefer tea to coffee."].type == "user_preference"
+    assert found["Sam prefers tea to coffee."].type == "user_preference"
     # each memory on the journal of the day it was said (the sessions' own days)
     assert sorted(p.name for p in home.memory_dir.glob("*.md")) == ["2024-03-01.md",
                                                                    "2024-03-05.md"]
     day = (home.memory_dir / "2024-03-01.md").read_text()
-    assert "- 09:00:00 [heuristic] Maya: I live in Berlin now." in day
+    assert "- 09:00:00 [heuristic] Maya lives in Berlin now." in day
     assert "greyhound" in (home.memory_dir / "2024-03-05.md").read_text()
     mined = events_of(home, "MemoriesMined")
     assert [e.payload["model"] for e in mined] == ["heuristic", "heuristic"]
@@ -131,7 +133,7 @@ def test_a_chat_assistant_is_context_and_injected_memory_is_never_mined(home: Ho
             "\nThanks. I prefer short answers.")), stream=s)
         log.append(SessionEnded(session=s, turns=2), stream=s)
     mine(home, HEURISTIC)
-    assert [m.content for m in memories(home)] == ["I prefer short answers."]
+    assert [m.content for m in memories(home)] == ["The user prefers short answers."]
 
 
 def test_strip_injected_keeps_what_follows_the_block() -> None:
@@ -151,6 +153,12 @@ def test_remember_that_questions_and_chatter() -> None:
         ("The deploy key lives in the vault", "recommendation", 0.9, [1]),
         ("Remember to run make lint before pushing", "recommendation", 0.9, [2]),
         ("pytest doesn't work with the old plugin.", "pitfall", 0.6, [2])]
+    # a person's own words in the third person, relative time resolved from the turn
+    said = Turn(1, 1, "e1", "r1", "user", "Maya", "Yesterday I moved to Porto! Do you like it? "
+                "Haha, sure.", "2024-03-01T10:00:00Z", True)
+    [moved] = heuristic_candidates(Chunk("s", [said]))
+    assert (moved.content, moved.subject, moved.type) == (
+        "On 29 February 2024 Maya moved to Porto.", "maya|home", "workspace_profile")
     assert found[1].action == "run make lint before pushing" and found[1].type == "project_fact"
     assert found[2].type == "tool_use"
 
@@ -160,17 +168,18 @@ def test_already_active_memories_are_reinforced_not_mined_again(home: Home,
     import datetime as dt
 
     with EventLog(home.events_db) as log:
-        note = log.append(Remembered(text="I prefer tea to coffee."), stream="memory",
-                          occurred_at=dt.datetime(2024, 2, 1, tzinfo=dt.UTC))
+        note = log.append(Remembered(text="The user prefers tea to coffee."),
+                          stream="memory", occurred_at=dt.datetime(2024, 2, 1, tzinfo=dt.UTC))
     import_turns(home, tmp_path, [
         turn("s", "2024-03-01T09:00:00Z", "user", "user", "Well, I PREFER tea to coffee!", "r1"),
-        turn("s", "2024-03-01T09:01:00Z", "user", "user", "I prefer tea to coffee.", "r2")])
+        turn("s", "2024-03-01T09:01:00Z", "user", "user", "I prefer tea to coffee.", "r2"),
+        turn("s", "2024-03-01T09:02:00Z", "user", "user", "I drink it black.", "r3")])
     report = mine(home, HEURISTIC)
-    assert (report.new, report.reinforced, report.dropped) == (1, 1, 1)
+    assert (report.new, report.reinforced, report.dropped) == (1, 1, 2)
     again = get_memory_now(home, note.id)
-    assert again.refs == ["r2"] and again.last_seen == "2024-03-01T09:01:00.000000Z"
-    assert [m.content for m in memories(home)] == ["I prefer tea to coffee.",
-                                                   "Well, I PREFER tea to coffee!"]
+    assert again.refs == ["r1", "r2"] and again.last_seen == "2024-03-01T09:02:00.000000Z"
+    assert [m.content for m in memories(home)] == ["The user prefers tea to coffee.",
+                                                   "The user drinks it black."]
     assert get_memory_now(home, note.id).relevancy == 1.0
 
 
@@ -266,7 +275,7 @@ def test_two_broken_answers_record_a_failure_and_the_heuristic_stands_in(
     assert failed.payload["reply"] == "I cannot do that."
     mined = {e.payload["session"]: e.payload for e in events_of(home, "MemoriesMined")}
     assert mined["w/1"]["model"] == "heuristic" and "not valid JSON" in mined["w/1"]["fallback"]
-    assert "Maya: I live in Berlin now." in [m.content for m in memories(home)]
+    assert "Maya lives in Berlin now." in [m.content for m in memories(home)]
     with open_store(home) as store:  # not lost: the session counts as mined, with a failure
         assert mining_totals(store.db) | {} == {"sessions": 2, "waiting": 0, "chunks": 2,
                                                 "memories": 2, "failures": 1}
@@ -392,7 +401,7 @@ def test_the_mine_command_prints_a_summary(home: Home, tmp_path: Path) -> None:
     week(home, tmp_path)
     out = run("mine", "--dry-run").output
     assert "Dry run: mined 2 session(s), 2 chunk(s) of 5 turns with heuristic" in out
-    assert "+ workspace_profile Maya: I live in Berlin now." in out
+    assert "+ workspace_profile Maya lives in Berlin now." in out
     out = run("mine").output
     assert "memories: 3 new" in out and "journals: 2 day(s), 2024-03-01 … 2024-03-05" in out
     assert "mined 0 session(s)" in run("mine").output
@@ -437,7 +446,7 @@ def test_forgetting_a_turn_forgets_what_was_mined_from_it(home: Home, tmp_path: 
     assert "Berlin" not in (home.memory_dir / "2024-03-01.md").read_text()
     run("memory", "forget", "r4")  # by its ref
     assert not (home.memory_dir / "2024-03-05.md").exists()
-    assert [m.content for m in memories(home)] == ["Sam: I prefer tea to coffee."]
+    assert [m.content for m in memories(home)] == ["Sam prefers tea to coffee."]
 
 
 def test_the_pass_reports_its_progress_turn_by_turn(home: Home, tmp_path: Path) -> None:

@@ -58,13 +58,14 @@ def setup_home(home: Home, tmp_path: Path) -> MinerSpec:
         tmp_path,
         {"match": "I live in Berlin", "reply": json.dumps({"memories": [
             memory("Maya lives in Berlin", "workspace_profile", "home city", [1]),
-            memory("Maya prefers tea over coffee", "user_preference", "drink", [3])]})},
+            memory("Maya prefers tea over coffee", "user_preference", "", [3])]})},
         {"match": "moved to Lisbon", "reply": json.dumps({"memories": [
             memory("Maya lives in Lisbon", "workspace_profile", "Home City", [1]),
             memory("Maya adopted a greyhound called Juno", "user_preference", "pet", [2])]})},
         {"match": "^Section: Preferences", "reply": "- Sam loves hiking in the Alps\n"
-                                                     "- Maya prefers tea over coffee\n"
-                                                     "- Maya adopted a greyhound called Juno"},
+                                                     "- Maya prefers tea over coffee"},
+        {"match": "^Section: Profile", "reply": "- Maya lives in Lisbon (since 10 March 2024)\n"
+         "- Maya adopted a greyhound called Juno (since 10 March 2024)"},
         {"reply": json.dumps({"memories": []})})
     return MinerSpec("scripted", script=str(script))
 
@@ -110,9 +111,12 @@ def test_a_night_mines_merges_supersedes_and_rewrites_memory_md(home: Home,
     assert active["Maya lives in Lisbon"].supersedes == [berlin.id]
     # MEMORY.md rewritten: the newer fact in, the outdated one out
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
-    assert "## Profile\n- Maya lives in Lisbon" in memory_md and "Berlin" not in memory_md
+    # current values with the day they were said; the model's rewrite of Preferences
+    assert ("## Profile\n- Maya lives in Lisbon (since 10 March 2024)\n"
+            "- Maya adopted a greyhound called Juno (since 10 March 2024)\n") in memory_md
+    assert "Berlin" not in memory_md
     assert ("## Preferences\n- Sam loves hiking in the Alps\n- Maya prefers tea over coffee\n"
-            "- Maya adopted a greyhound called Juno\n") in memory_md  # the model's rewrite
+            ) in memory_md
     with open_store(home) as store:
         with clock.frozen(NIGHT):
             found = recall(store.db, "Where does Maya live? Berlin or Lisbon?", 512)
@@ -129,7 +133,7 @@ def test_a_night_mines_merges_supersedes_and_rewrites_memory_md(home: Home,
     assert [r.payload["model"] for r in rewrites] == ["scripted"]
     assert rewrites[0].payload["journals"] == ["2024-02-01", "2024-02-02", "2024-03-01",
                                                "2024-03-10"]
-    assert decays[0].payload["at"] == clock.to_iso(NIGHT)
+    assert decays == []   # current values and lasting facts (likes, a pet) never fade
 
 
 def test_a_second_night_changes_nothing_and_replay_needs_no_model(home: Home,
@@ -159,7 +163,9 @@ def test_run_night_without_a_model_uses_the_heuristic_extractor(home: Home,
     assert report.dreamt.superseded == 1
     assert report.consolidated is not None and report.consolidated.changed
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
-    assert "Maya: I moved to Lisbon last month." in memory_md and "Berlin" not in memory_md
+    # the statement in the third person, "last month" resolved from the turn's day
+    assert "- Maya moved to Lisbon in February 2024 (since 10 March 2024)" in memory_md
+    assert "Berlin" not in memory_md
 
 
 def test_the_workers_minute_tick_runs_the_night_through_the_queue(home: Home,

@@ -1,16 +1,22 @@
 """What ``diarist mine``, ``dream``, ``consolidate`` and ``maintain`` run now — the same
-passes ``diarist worker`` runs at night and every 6 h (:mod:`workers.schedule`)."""
+passes ``diarist worker`` runs at night and every 6 h (:mod:`workers.schedule`).
+
+Each pass leaves nothing waiting: what it appended is projected, embedded and searchable
+when it returns (:func:`settle`, the same work as ``diarist sync``), and no catch-up is
+left on the queue for a worker that may not be running. Mining settles first too, so the
+turns it reads are embedded and the attribute classifier has its model."""
 from __future__ import annotations
 
 from events import Home
 from events.config import load_config
 
 from .consolidation.consolidate import ConsolidationReport, consolidate
-from .dispatch import after_append, mining_extractor
+from .dispatch import mining_extractor
 from .dreaming.dream import DreamReport, dream
 from .maintenance.maintain import MaintenanceReport, maintain
-from .mining.extract import MinerSpec, miner_spec
+from .mining.extract import MinerSpec, backend_for, miner_spec
 from .mining.mine import MineReport, mine
+from .sync.catch_up import settle
 from .sync.progress import ProgressFactory, no_progress
 
 
@@ -24,10 +30,14 @@ def spec_for(home: Home, *, backend: str | None = None, model: str | None = None
 def mine_now(home: Home, spec: MinerSpec, *, sessions: list[str] | None = None,
              dry_run: bool = False, progress: ProgressFactory = no_progress) -> MineReport:
     """Mine every session ready to be mined (or ``sessions``) now."""
+    if spec.uses_model:   # an unreachable server fails here, before anything is written
+        backend_for(spec, load_config(home).llm).context_window()
+    if not dry_run:
+        settle(home)
     report = mine(home, spec, extractor=mining_extractor(home, spec), sessions=sessions,
                   dry_run=dry_run, progress=progress)
     if report.chunks and not dry_run:
-        after_append(home)
+        settle(home)
     return report
 
 
@@ -35,7 +45,7 @@ def dream_now(home: Home, *, dry_run: bool = False,
               progress: ProgressFactory = no_progress) -> DreamReport:
     report = dream(home, dry_run=dry_run, progress=progress)
     if report.events and not dry_run:
-        after_append(home)
+        settle(home)
     return report
 
 
@@ -43,7 +53,7 @@ def consolidate_now(home: Home, spec: MinerSpec, *, dry_run: bool = False,
                     progress: ProgressFactory = no_progress) -> ConsolidationReport:
     report = consolidate(home, spec, dry_run=dry_run, progress=progress)
     if report.changed and not dry_run:
-        after_append(home)
+        settle(home)
     return report
 
 

@@ -39,6 +39,7 @@ from .mining.distribute import Extractor
 from .mining.extract import MinerSpec, miner_spec
 from .mining.mine import MineReport, mine
 from .pass_lock import PassRunning
+from .sync.catch_up import settle
 
 WINDOW_HOURS = 6
 JUST_ENDED = dt.timedelta(hours=1)     # a session that ended this recently is mined at once
@@ -117,6 +118,7 @@ def run_night(home: Home, extractor_for: ExtractorFor) -> NightReport:
     config = load_config(home)
     spec = miner_spec(config)
     report = NightReport()
+    settle(home)   # the turns embedded: mining's classifier and dedup read their vectors
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("mine", lambda: mine(home, spec, extractor=extractor_for(home, spec))),
         ("dream", lambda: dream(home)),
@@ -130,6 +132,7 @@ def run_night(home: Home, extractor_for: ExtractorFor) -> NightReport:
             continue
         setattr(report, {"mine": "mined", "dream": "dreamt",
                          "consolidate": "consolidated"}[name], result)
+    settle(home)   # nothing left waiting: what the night wrote is embedded and searchable
     return report
 
 

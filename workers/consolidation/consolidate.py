@@ -30,18 +30,20 @@ import time
 from dataclasses import dataclass, field
 
 from events import EventLog, Home, NewEvent, streams
+from events.clock import from_iso
 from events.config import LLMConfig, load_config
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
-from projections.memories import get_memory, list_memories
+from projections.memories import Memory, get_memory, list_memories
+from projections.relative_time import day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
 
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.text import content_words, grounded, normal
+from ..mining.text import NAMING, PLAN, PREFERENCE, RELATIONSHIP, content_words, grounded, normal
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 
@@ -49,8 +51,42 @@ TITLE = "# Memory"
 TARGET = CAP - 512                   # room under the cap for the model's rewording
 SECTIONS = {"workspace_profile": "Profile", "user_preference": "Preferences",
             "project_fact": "Projects", "tool_use": "Tools", "workflow": "Workflows"}
-NOTES = "Notes"
-ORDER = [*SECTIONS.values(), NOTES]
+PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
+ORDER = ["Profile", PEOPLE, "Preferences", "Projects", "Tools", "Workflows", PLANS, NOTES]
+_SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
+
+
+def section_for(memory: Memory) -> str | None:
+    """The section a memory joins, or None when it is not for MEMORY.md: a mined
+    statement of what happened one day (its journal keeps it). A person's own notes and
+    typed work memories always join; a mined life statement joins only when it is a
+    current value (it has a subject key), a like, a relationship or a plan."""
+    if memory.source in ("", "user", "agent") or memory.type != "user_preference":
+        return SECTIONS.get(memory.type, NOTES)
+    if memory.subject:
+        return "Preferences" if "|prefers " in memory.subject or "|favourite" in \
+            memory.subject else "Profile"
+    if PREFERENCE.search(memory.content):
+        return "Preferences"
+    if RELATIONSHIP.search(memory.content) or NAMING.search(memory.content):
+        return PEOPLE
+    if PLAN.search(memory.content):
+        return PLANS
+    return None
+
+
+def bullet_of(memory: Memory) -> str:
+    """A memory's line: its statement, and for the current value of an attribute the day
+    it was said ("since 7 March 2026")."""
+    text = " ".join(scrub(memory.content).split())
+    if memory.subject and memory.created_at:
+        text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
+    return text
+
+
+def bare(bullet: str) -> str:
+    """A line without its "(since …)"."""
+    return _SINCE.sub("", bullet)
 SYSTEM = ("You keep a person's long-term memory file tidy. You get the bullet points of one "
           "section. Merge bullets that say the same thing, drop repeats, keep every distinct "
           'fact, short and in plain words. Reply with only the bullet lines, each starting '
@@ -164,12 +200,12 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     stale = _stale(store)
     changed: set[str] = set()
     for section in sections.values():
-        kept = [b for b in section.bullets if normal(b) not in stale]
+        kept = [b for b in section.bullets if normal(bare(b)) not in stale]
         if len(kept) != len(section.bullets):
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    said = {normal(b) for s in sections.values() for b in s.bullets}
+    said = {normal(bare(b)) for s in sections.values() for b in s.bullets}
     for _seq, entry_id, _date, content in entries:
         text = " ".join(scrub(content).split())
         if not text or normal(text) in said or normal(text) in stale:
@@ -177,8 +213,11 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = SECTIONS.get(memory.type, NOTES) if memory else NOTES
-        sections.setdefault(title, Section(title)).bullets.append(text)
+        title = section_for(memory) if memory else NOTES
+        if title is None:
+            continue          # an event of a day: its journal keeps it, MEMORY.md does not
+        sections.setdefault(title, Section(title)).bullets.append(
+            bullet_of(memory) if memory else text)
         said.add(normal(text))
         changed.add(title)
         report.added += 1

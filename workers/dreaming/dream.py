@@ -15,11 +15,17 @@ same time decides the same.
    ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then the more confident,
    then by source as above; the others are superseded by it and stay in history. Recall
    drops superseded memories, so the newer fact is what is injected.
-3. **Fade** (``RelevancyDecayed``, at most once per UTC day): relevancy of a mined (or
-   agent-noted) memory halves every ``dreaming.half_life_days`` (90) since it was last
-   said; identity facts (``workspace_profile``), notes the user asked to remember and
-   detected profile/project facts do not fade. Below ``dreaming.floor`` (0.1, i.e. about
-   300 days unsaid) a memory is archived. The event carries the time it used.
+3. **Fade** (``RelevancyDecayed``, at most once per day of the log's time): relevancy of
+   a mined (or agent-noted) memory halves every ``dreaming.half_life_days`` (90) since it
+   was last said, counted in the **log's own time** — the newest turn or note in the log
+   (never later than the clock) — so a history imported a year after it was said does
+   not fade overnight, and memory stands still while nobody talks. What does not fade:
+   identity facts (``workspace_profile``), notes the user asked to remember, detected
+   profile/project facts, the current value of an attribute (a memory with a subject
+   key, after conflicts are resolved) and lasting facts
+   (:func:`workers.mining.text.lasting`: likes and dislikes, relationships, names).
+   Below ``dreaming.floor`` (0.1, i.e. about 300 days unsaid) a memory is archived.
+   The event carries the time it used.
 
 All of a dream's events are appended in one transaction, with idempotency keys; a killed
 dream appends nothing and the next one decides again.
@@ -41,7 +47,7 @@ from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
 
-from ..mining.text import NEAR_DUPLICATE_COSINE, near_duplicate, normal, subject_key
+from ..mining.text import NEAR_DUPLICATE_COSINE, lasting, near_duplicate, normal, subject_key
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .similarity import near_pairs
@@ -50,6 +56,7 @@ CREDIBLE = 0.5
 FADING_TYPES = ("user_preference", "project_fact", "tool_use", "workflow")
 STEADY_SOURCES = ("", "user")     # detected facts and the user's own notes do not fade
 _SPEAKER = re.compile(r"^([A-Z][\w.'’ -]{0,40}):\s+(.+)$", re.S)
+NOW_TYPES = ("UserTurn", "AssistantTurn", "Remembered", "MemoriesMined")  # the log's time
 
 
 @dataclass
@@ -194,12 +201,25 @@ def _conflicts(memories: list[Memory], said: dict[str, str],
     return events, gone
 
 
+def log_now(log: EventLog, wall: dt.datetime) -> dt.datetime:
+    """The log's own time: its newest turn or note, never later than ``wall``."""
+    newest = log.latest_occurred(NOW_TYPES)
+    return min(clock.from_iso(newest), wall) if newest else wall
+
+
+def fades(memory: Memory) -> bool:
+    """Whether a memory's relevancy decays at all (see the module doc)."""
+    return (memory.type in FADING_TYPES and memory.source not in STEADY_SOURCES
+            and not subject_of(memory) and not lasting(memory.content))
+
+
 def _fade(log: EventLog, memories: list[Memory], said: dict[str, str], now: dt.datetime,
           half_life: float, floor: float, report: DreamReport) -> list[NewEvent]:
-    """RelevancyDecayed, once per UTC day (none when nothing can fade)."""
-    fading = [m for m in memories if m.type in FADING_TYPES and m.source not in STEADY_SOURCES]
+    """RelevancyDecayed, once per day of the log's time (none when nothing can fade)."""
+    fading = [m for m in memories if fades(m)]
     if not fading:
         return []
+    now = log_now(log, now)
     day = now.date().isoformat()
     last = log.read(types=["RelevancyDecayed"], descending=True, limit=1)
     if last and str(last[0].payload["at"])[:10] >= day:

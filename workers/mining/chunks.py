@@ -7,7 +7,9 @@
   back) has it cut out; every text goes through :func:`projections.secrets.scrub` first.
 - **Who may be a source.** In a diarist chat the assistant is the model: its turns are
   context (they may repeat injected memory), never a source of facts. In an imported
-  transcript every speaker is a person with a name, so every turn is a source.
+  transcript an ``assistant`` turn is a person's only when it carries a person's name
+  (LoCoMo's second speaker, "Melanie"); one named ``assistant`` or ``Assistant`` (a
+  model's chat exported) is context like the chat's.
 - **Chunks** cover consecutive turns of one session and one UTC day (a chunk's memories
   are journaled on that day), at most ``chunk_tokens`` (estimated) and :data:`MAX_TURNS`
   turns. Planning is greedy from the first turn not mined yet, so a rerun after a crash cuts
@@ -27,6 +29,8 @@ from projections.inject import HEADER, SECTIONS
 from projections.mining import SessionState
 from projections.secrets import scrub
 from projections.tokens import estimate
+
+from .text import GENERIC_SPEAKERS, normal
 
 IMPORT_BACKEND = "import"
 MAX_TURNS = 48          # turns per chunk at most, whatever their length
@@ -108,8 +112,9 @@ def session_turns(log: EventLog, state: SessionState) -> list[Turn]:
         role = "user" if event.type == "UserTurn" else "assistant"
         text = " ".join(strip_injected(scrub(str(event.payload.get("text", "")))).split())
         speaker = str(event.payload.get("name") or role)
+        person = role == "user" or (not chat and normal(speaker) not in GENERIC_SPEAKERS)
         out.append(Turn(0, event.seq, event.id, event.ref or event.id, role, speaker, text,
-                        event.occurred_at, source=bool(text) and (role == "user" or not chat)))
+                        event.occurred_at, source=bool(text) and person))
     return out
 
 

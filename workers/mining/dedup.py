@@ -83,6 +83,10 @@ class ActiveMemories:
                 return self.ids[i]
         return None
 
+    def embedder(self) -> Any:
+        """The home's embedder (loaded once), or None without a model."""
+        return self._embedder if self._load() else None
+
     def vectors(self, contents: list[str]) -> list[Any]:
         """Embeddings of ``contents`` (Nones without a model); only loads what is needed."""
         if not contents or all(normal(c) in self.by_normal for c in contents) \

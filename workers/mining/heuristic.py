@@ -1,31 +1,41 @@
-"""The extractor that needs no model: first-person facts, preferences, decisions, habits,
-tool trouble and "remember that …", found by patterns in the source turns of a chunk.
+"""The extractor that needs no model: what each source turn discloses about its speaker,
+as third-person statements (:mod:`.statements`), and "remember that …" notes.
+
+Each statement is one memory citing its one turn, typed by the patterns below over the
+sentence as said (identity facts — name, home, employer, job — are ``workspace_profile``;
+decisions, tool notes and habits their own types; the rest, a person's life, likes and
+plans, ``user_preference``) and given the subject key of a single-valued attribute it sets
+(:func:`.text.subject_key`), so dreaming can supersede it. Questions, reactions, talk
+about the listener and sentences without a first-person subject are never kept: nothing
+rather than junk. Two more kinds are kept as said: "remember that …" notes, and a
+sentence about software that fails or how it was fixed ("pytest doesn't work with the old
+plugin"), typed ``tool_use``.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
-such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory, and a
-lower confidence (0.6–0.7; 0.9 for "remember that …") than a model's. It is what
-``diarist mine`` does when no LLM is configured, and what stands in for a model whose
-answer could not be used. A statement is kept only when it is a sentence (not a
-question) with at least :data:`MIN_WORDS` content words; at most :data:`PER_TURN` a turn.
+such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
+confidence 0.7 (0.9 for "remember that …"). It is what ``diarist mine`` does when no LLM
+is configured, and what stands in for a model whose answer could not be used. At most
+:data:`PER_TURN` memories a turn.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from .candidates import Candidate
 from .chunks import Chunk, Turn
-from .text import GENERIC_SPEAKERS, content_words, normal, subject_key, tags_of
+from .statements import Statement, is_disclosure, sentences, statements
+from .text import content_words, subject_key, tags_of
 
 MIN_WORDS = 2
 PER_TURN = 3
 MAX_CHARS = 240
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+STATEMENT_CONFIDENCE = 0.7
+_IDENTITY_ATTRIBUTES = ("|name", "|home", "|employer", "|job")
 _TECH = frozenset("""api app bug build db branch ci cli code commit config container database
 deploy docker editor git github python repo release script server shell test tests vim
 emacs vscode linux library package npm pip pytest rust go java javascript typescript sql
-kubernetes terminal compiler framework endpoint function module lint make push
-makefile ssh vault key""".split())
+kubernetes terminal compiler framework endpoint function module lint push
+makefile ssh vault""".split())   # not "make" or "key": "make a change", "the key to it"
 
 
 def _p(pattern: str) -> re.Pattern[str]:
@@ -92,53 +102,61 @@ def _by_topic(type_: str, text: str) -> str:
     return type_
 
 
-def _sentences(text: str) -> Iterator[str]:
-    for piece in _SENTENCE.findall(text):
-        sentence = piece.strip()
-        if sentence and not sentence.endswith("?"):
-            yield sentence
-
-
-def _attributed(speaker: str, sentence: str) -> str:
-    text = sentence[:MAX_CHARS].rstrip()
-    return text if normal(speaker) in GENERIC_SPEAKERS else f"{speaker}: {text}"
-
-
-def _from_sentence(turn: Turn, sentence: str) -> Candidate | None:
-    low = sentence.casefold()
-    remembered = _REMEMBER.match(low)
-    if remembered:
-        said = sentence[remembered.start(2):].strip().rstrip(".!")
-        if len(content_words(said)) < MIN_WORDS:
-            return None
-        to_do = remembered.group(1) == " to"
-        text = ("Remember to " + said) if to_do else said[0].upper() + said[1:]
-        type_ = "project_fact" if set(content_words(said)) & _TECH else "user_preference"
-        return Candidate(type_, _attributed(turn.speaker, text), "recommendation",
-                         said if to_do else "", 0.9, tags_of(said, turn.speaker),
-                         subject_key(said, turn.speaker), [turn.n])
-    if len(content_words(sentence)) < MIN_WORDS:
+def _remembered(turn: Turn, sentence: str) -> Candidate | None:
+    """A "remember that …" note, kept as said (the speaker asked for exactly this)."""
+    remembered = _REMEMBER.match(sentence.casefold())
+    if not remembered:
         return None
-    for pattern, type_, kind, confidence in _RULES:
+    said = sentence[remembered.start(2):].strip().rstrip(".!")
+    if len(content_words(said)) < MIN_WORDS:
+        return None
+    to_do = remembered.group(1) == " to"
+    text = ("Remember to " + said) if to_do else said[0].upper() + said[1:]
+    type_ = "project_fact" if set(content_words(said)) & _TECH else "user_preference"
+    return Candidate(type_, text[:MAX_CHARS], "recommendation", said if to_do else "", 0.9,
+                     tags_of(said, turn.speaker), subject_key(said, turn.speaker), [turn.n])
+
+
+def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
+    """A sentence about software that fails, or how it was fixed ("pytest doesn't work with
+    the old plugin"): kept as said, though it says nothing about a person."""
+    low = sentence.casefold()
+    if sentence.endswith("?") or not set(content_words(sentence)) & _TECH:
+        return None
+    for pattern, type_, kind, confidence in _RULES[1:3]:
         if pattern.search(low):
-            return Candidate(_by_topic(type_, sentence), _attributed(turn.speaker, sentence),
-                             kind, "", confidence, tags_of(sentence, turn.speaker),
-                             subject_key(sentence, turn.speaker), [turn.n])
+            return Candidate(type_, sentence[:MAX_CHARS], kind, "", confidence,
+                             tags_of(sentence, turn.speaker), "", [turn.n])
     return None
 
 
+def _from_statement(statement: Statement) -> Candidate:
+    said, turn = statement.said, statement.turn
+    subject = subject_key(said, turn.speaker)
+    type_ = "workspace_profile" if subject.endswith(_IDENTITY_ATTRIBUTES) \
+        else type_of(said) or "user_preference"
+    if type_ == "workspace_profile" and not subject:
+        type_ = "user_preference"   # only identity facts are profile (recall puts it first)
+    return Candidate(type_, statement.text, kind_of(said), "", STATEMENT_CONFIDENCE,
+                     tags_of(statement.text, turn.speaker), subject, [turn.n])
+
+
 def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
-    """The memories the patterns find in the chunk's source turns, in turn order."""
+    """The chunk's source turns' notes and disclosures, in turn order (module doc)."""
     out: list[Candidate] = []
     for turn in chunk.turns:
         if not turn.source:
             continue
-        found = 0
-        for sentence in _sentences(turn.text):
-            candidate = _from_sentence(turn, sentence)
-            if candidate is not None:
-                out.append(candidate)
-                found += 1
-                if found == PER_TURN:
-                    break
+        found: list[Candidate] = []
+        for sentence in sentences(turn.text):
+            note = _remembered(turn, sentence)
+            if note is not None:
+                found.append(note)
+            if note is None and not is_disclosure(sentence):
+                trouble = _tool_trouble(turn, sentence)
+                if trouble is not None:
+                    found.append(trouble)
+        found += [_from_statement(s) for s in statements(turn)
+                  if _REMEMBER.match(s.said.casefold()) is None]
+        out += found[:PER_TURN]
     return out

@@ -34,6 +34,7 @@ from projections.mining import session_state, waiting_sessions
 
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
+from .attributes import Classifier, load_classifier, with_attributes
 from .candidates import HEURISTIC, Candidate, Extraction
 from .chunks import Chunk, cut_chunks, ready, session_turns
 from .dedup import ActiveMemories
@@ -82,13 +83,17 @@ def plan(log: EventLog, store: ProjectionStore, config: Config, *, chunk_tokens:
 
 
 def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
-           report: MineReport) -> list[NewEvent]:
+           report: MineReport, classifier: Classifier | None = None) -> list[NewEvent]:
     """The events recording one chunk: its new memories (duplicates of active ones become
-    reinforcements), and its failure if the model's answer was unusable."""
+    reinforcements; each with the attribute it sets, :mod:`.attributes`), and its failure
+    if the model's answer was unusable."""
     keep: list[dict] = []
     reinforced: dict[str, list[str]] = {}
     duplicates = 0
-    candidates = extraction.candidates
+    candidates = with_attributes(
+        extraction.candidates,
+        [chunk.turns[c.turns[0] - 1].speaker if c.turns else "" for c in extraction.candidates],
+        classifier)
     vectors = active.vectors([c.content for c in candidates])
     for index, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
         refs = [chunk.turns[n - 1].ref for n in candidate.turns]
@@ -156,10 +161,11 @@ def mine(home: Home, spec: MinerSpec, *, extractor: Extractor | None = None,
         report.sessions = len({c.session for c in chunks})
         report.chunks = len(chunks)
         active = ActiveMemories(home, store)
+        classifier = load_classifier(active.embedder()) if chunks else None
         extractor = extractor or LocalExtractor(spec, config.llm, config.mining.parallel)
         with progress(sum(len(c.turns) for c in chunks), "Mining") as step:
             for chunk, extraction in extractor.results(chunks):
-                events = decide(chunk, extraction, active, report)
+                events = decide(chunk, extraction, active, report, classifier)
                 if not dry_run:
                     log.append_many(events)
                 report.turns += len(chunk.turns)

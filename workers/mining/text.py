@@ -77,6 +77,26 @@ def near_duplicate(a: str, b: str, cosine: float) -> bool:
     return cosine >= NEAR_DUPLICATE_COSINE and not differs_in_substance(a, b)
 
 
+# What kind of lasting fact a statement is, by its words (dreaming lets none of these fade;
+# consolidation files them under MEMORY.md's sections).
+PREFERENCE = re.compile(r"\b(?:prefers?|favou?rite|likes?|loves?|enjoys?|hates?|dislikes?"
+                        r"|allergic|vegetarian|vegan|can't stand)\b", re.IGNORECASE)
+RELATIONSHIP = re.compile(
+    r"\b(?:partner|wife|husband|girlfriend|boyfriend|married|sister|brother|mother|father"
+    r"|mom|mum|dad|son|daughter|kids?|children|grandma|grandpa|friend|cousin|aunt|uncle"
+    r"|niece|nephew|dog|cat|pet|puppy|kitten)\b", re.IGNORECASE)
+PLAN = re.compile(r"\b(?:will|plans?|planning|going to|gonna|intends?|hopes? to|wants? to"
+                  r"|next|upcoming|tomorrow|deadline|due)\b", re.IGNORECASE)
+NAMING = re.compile(r"\b(?:name is|named|called|born|birthday)\b", re.IGNORECASE)
+
+
+def lasting(content: str) -> bool:
+    """Whether a statement is a fact that stays true until said otherwise (a like, a
+    relationship, a name) rather than an event."""
+    return bool(PREFERENCE.search(content) or RELATIONSHIP.search(content)
+                or NAMING.search(content))
+
+
 def speaker_key(speaker: str) -> str:
     """The "who" of a subject key: a named speaker, or "user" for an unnamed one."""
     name = normal(speaker)

@@ -1,6 +1,7 @@
 """``diarist sync``: catch every projection up, then embed what has no vector yet."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from events import DiaristError, EventLog, Home
@@ -27,6 +28,15 @@ class SyncReport:
 
 def lag(store: ProjectionStore) -> int:
     return sum(s.lag for s in store.status())
+
+
+NO_EMBED_ENV = "DIARIST_NO_EMBED"   # set: passes that settle project without embedding
+
+
+def settle(home: Home) -> SyncReport:
+    """What a pass runs when it ends (and mining before it starts): :func:`sync`, embedding
+    unless ``$DIARIST_NO_EMBED`` is set (as ``diarist sync --no-embed``)."""
+    return sync(home, embed=not os.environ.get(NO_EMBED_ENV))
 
 
 def sync(home: Home, *, batch_size: int = DEFAULT_BATCH, embed: bool = True,

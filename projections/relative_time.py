@@ -1,0 +1,108 @@
+"""Relative time in a turn, resolved against the turn's own time.
+
+"I went to a support group yesterday", said on 8 May 2023, is about 7 May 2023; a memory
+or a note kept for months must say so, because "yesterday" read later means another day.
+:func:`resolve` rewrites the expressions it knows into absolute ones ("on 7 May 2023"),
+from the time the words were said — never the clock — so the same turn always gives the
+same text, and a replay the same projection.
+
+Known: yesterday, today, tonight, this morning/afternoon/evening, tomorrow, last/this/next
+<weekday>, last/this/next week(end), last/this/next month, last/this/next year, and
+"N days/weeks/months/years ago" (words or digits). Anything else is left as said.
+"""
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+
+_WEEKDAYS = [d.lower() for d in calendar.day_name]
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
+            "couple of": 2, "few": 3}
+_NUMBER = r"(?P<n>\d+|a couple of|a few|couple of|an|a|one|two|three|four|five|six|seven" \
+          r"|eight|nine|ten)"
+_PATTERN = re.compile(
+    r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|this afternoon"
+    r"|this evening|last night)"
+    rf"|(?P<rel>last|this|next|coming|past) (?P<unit>week(?:end)?|month|year|{'|'.join(_WEEKDAYS)})"
+    rf"|{_NUMBER} (?P<ago_unit>day|week|month|year)s? ago)\b", re.IGNORECASE)
+
+
+def day_text(day: dt.date) -> str:
+    """``7 May 2023``."""
+    return f"{day.day} {calendar.month_name[day.month]} {day.year}"
+
+
+def _month_text(year: int, month: int) -> str:
+    return f"{calendar.month_name[month]} {year}"
+
+
+def _shift_month(day: dt.date, months: int) -> tuple[int, int]:
+    index = day.year * 12 + day.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def _weekday(day: dt.date, name: str, rel: str) -> dt.date:
+    target = _WEEKDAYS.index(name)
+    if rel == "last":
+        back = (day.weekday() - target) % 7 or 7
+        return day - dt.timedelta(days=back)
+    ahead = (target - day.weekday()) % 7
+    if rel == "next":
+        ahead = ahead or 7
+    return day + dt.timedelta(days=ahead)
+
+
+def _week_start(day: dt.date) -> dt.date:
+    return day - dt.timedelta(days=day.weekday())
+
+
+def _phrase(match: re.Match[str], day: dt.date) -> str:  # noqa: C901 - one case a form
+    simple = (match.group("simple") or "").lower()
+    if simple:
+        offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(simple, 0)
+        return f"on {day_text(day + dt.timedelta(days=offset))}"
+    if match.group("ago_unit"):
+        n = _NUMBERS.get(match.group("n").lower()) or int(match.group("n"))
+        unit = match.group("ago_unit").lower()
+        if unit in ("day", "week"):
+            days = n if unit == "day" else 7 * n
+            return f"around {day_text(day - dt.timedelta(days=days))}"
+        if unit == "month":
+            return "in " + _month_text(*_shift_month(day, -n))
+        return f"in {day.year - n}"
+    rel = match.group("rel").lower()
+    rel = "next" if rel == "coming" else "last" if rel == "past" else rel
+    unit = match.group("unit").lower()
+    step = {"last": -1, "this": 0, "next": 1}[rel]
+    if unit in _WEEKDAYS:
+        return f"on {day_text(_weekday(day, unit, rel))}"
+    if unit == "week":
+        return f"in the week of {day_text(_week_start(day) + dt.timedelta(weeks=step))}"
+    if unit == "weekend":
+        saturday = _week_start(day) + dt.timedelta(days=5, weeks=step)   # weeks from Monday
+        return f"on the weekend of {day_text(saturday)}"
+    if unit == "month":
+        return "in " + _month_text(*_shift_month(day, step))
+    return f"in {day.year + step}"
+
+
+def resolve(text: str, at: dt.datetime | dt.date) -> str:
+    """``text`` with its relative time expressions made absolute from ``at``."""
+    day = at.date() if isinstance(at, dt.datetime) else at
+
+    def replace(match: re.Match[str]) -> str:
+        phrase = _phrase(match, day)
+        before = text[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
+        if before in _PREPOSITIONS:     # "since yesterday": "since 7 May 2023"
+            phrase = phrase.split(" ", 1)[1]
+        return phrase
+
+    # code spans (`tidewatch today`) are commands, not time
+    return "`".join(part if i % 2 else _PATTERN.sub(replace, part)
+                    for i, part in enumerate(text.split("`")))
+
+
+_PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
+                           "in", "of", "for", "around", "during", "through"})

@@ -1,0 +1,107 @@
+"""A night that distills: statements with the attribute they set, superseded by newer ones,
+MEMORY.md from what lasts, and nothing left waiting — with the real embedding model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from events import EventLog, Home
+from events.transcript import import_file
+from projections import open_store
+from projections.memories import list_memories
+from projections.vector_cache import pending_count
+from workers.eval.changed_facts import generate
+from workers.eval.dataset import write_layout
+from workers.mining.attributes import Classifier, with_attributes
+from workers.mining.candidates import Candidate
+from workers.mining.distribute import LocalExtractor
+from workers.schedule import run_night
+
+from .conftest import run, write_transcript
+from .test_mining import turn
+
+
+@pytest.fixture
+def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """``model_home`` with embedding on (conftest turns it off by default)."""
+    monkeypatch.delenv("DIARIST_NO_EMBED", raising=False)
+    return model_home
+
+
+def classifier(exported_model: Path) -> Classifier:
+    from projections.embedding import OnnxEmbedder
+
+    return Classifier(OnnxEmbedder(exported_model / "model-fp32.onnx",
+                                   exported_model / "tokenizer.json"))
+
+
+def test_the_classifier_names_changing_attributes_and_leaves_events(
+        exported_model: Path) -> None:
+    found = classifier(exported_model).attributes([
+        ("Maya moved to Porto on 6 July 2024, the new flat has a balcony.", "Maya"),
+        ("Maya started working as a nurse.", "Maya"),
+        ("Maya's favourite drink is green tea.", "Maya"),
+        ("Maya went to a pottery fair on 3 May 2024 and loved it.", "Maya"),
+        ("Maya burned the toast this morning.", "Maya"),
+        ("Maya fixed the squeaky door.", "Maya"),
+        ("Maya drives a blue Skoda.", "Maya")])
+    assert found == ["home", "job", "drink", "", "", "", "vehicle"]
+
+
+def test_candidates_get_a_subject_key(exported_model: Path) -> None:
+    candidates = [Candidate("user_preference", "Sam relocated to Ghent for good.", turns=[1]),
+                  Candidate("user_preference", "Sam fixed the squeaky door.", turns=[2]),
+                  Candidate("tool_use", "pytest fails on import.", turns=[3])]
+    out = with_attributes(candidates, ["Sam", "Sam", "Sam"], classifier(exported_model))
+    assert [(c.subject, c.type) for c in out] == [
+        ("sam|home", "user_preference"), ("", "user_preference"), ("", "tool_use")]
+    assert with_attributes(candidates, ["Sam"] * 3, None) == candidates   # no model: as is
+
+
+def test_a_night_over_an_old_history_keeps_current_values_only(embedding: Home,
+                                                               tmp_path: Path) -> None:
+    """A person's history from 2024 (the changed-facts generator), imported in 2026: one
+    night, nothing configured. The newest home city is in MEMORY.md with the day it was
+    said, the replaced ones are not, nothing faded on the first night, and what the night
+    wrote is embedded and searchable, with no task left on the queue."""
+    conv = generate(4, people=1).conversations[0]      # Tomasz, whose city changes
+    [transcript, _] = write_layout([conv], tmp_path / "cf")
+    with EventLog(embedding.events_db) as log:
+        import_file(log, transcript)
+    report = run_night(embedding, lambda _home, spec: LocalExtractor(spec))
+    assert report.dreamt is not None and report.dreamt.archived == 0
+    memory_md = (embedding.memory_dir / "MEMORY.md").read_text()
+    [city] = [q for q in conv.questions
+              if q.category in ("changed-fact", "changed-state") and "live" in q.query]
+    by_ref = {t["ref"]: t["text"] for t in conv.turns}
+    old = [v for v in ("Leeds", "Porto", "Lyon", "Tallinn", "Galway", "Bergen", "Krakow",
+                       "Valencia", "Ghent", "Bologna")
+           if v != city.answer and any(v in by_ref[r] for r in city.stale)]
+    assert old and city.answer in memory_md and not any(v in memory_md for v in old)
+    line = next(x for x in memory_md.splitlines() if city.answer in x)
+    assert "(since " in line and ": I " not in line          # a statement, dated
+    assert "Assistant" not in memory_md
+    with open_store(embedding) as store:
+        assert pending_count(store) == 0
+        superseded = list_memories(store.db, None, ("superseded",))
+    assert any(v in m.content for m in superseded for v in old)
+    status = run("status").output
+    assert "0 pending" in status and "0 items waiting" in status
+
+
+def test_the_readme_demo_leaves_nothing_waiting(embedding: Home, tmp_path: Path) -> None:
+    write_transcript(tmp_path / "t.jsonl", [
+        turn("d/1", "2024-03-01T09:00:00Z", "user", "Maya", "I live in Bristol now.", "r1"),
+        turn("d/1", "2024-03-01T09:01:00Z", "assistant", "assistant", "Lovely city!", "r2"),
+        turn("d/2", "2024-03-09T09:00:00Z", "user", "Maya",
+             "Big news: we moved to Plymouth last weekend.", "r3")])
+    run("import", str(tmp_path / "t.jsonl"))
+    for command in ("mine", "dream", "consolidate"):
+        run(command)
+    status = run("status").output
+    assert "0 pending" in status and "0 items waiting" in status
+    assert "Plymouth" in run("recall", "where does Maya live?").output
+    memory_md = (embedding.memory_dir / "MEMORY.md").read_text()
+    assert "Maya moved to Plymouth on the weekend of 2 March 2024" in memory_md
+    assert "Bristol" not in memory_md and "Lovely" not in memory_md

@@ -1,0 +1,86 @@
+"""Mining's first pass: disclosures as third-person statements, relative time made absolute
+from the turn's own time."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from projections.relative_time import resolve
+from workers.mining.chunks import Turn
+from workers.mining.statements import is_disclosure, statements, third_person
+
+MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first session
+
+
+@pytest.mark.parametrize(("said", "at", "expected"), [
+    ("I went yesterday", MONDAY, "I went on 7 May 2023"),
+    ("a group since yesterday", MONDAY, "a group since 7 May 2023"),
+    ("last Saturday we hiked", MONDAY, "on 6 May 2023 we hiked"),
+    ("next Monday", MONDAY, "on 15 May 2023"),
+    ("this Friday", MONDAY, "on 12 May 2023"),
+    ("two weeks ago", MONDAY, "around 24 April 2023"),
+    ("last weekend", MONDAY, "on the weekend of 6 May 2023"),
+    ("last week", MONDAY, "in the week of 1 May 2023"),
+    ("next month", MONDAY, "in June 2023"),
+    ("last year", MONDAY, "in 2022"),
+    ("I start tomorrow", MONDAY, "I start on 9 May 2023"),
+    # across the ends of months and years
+    ("yesterday", dt.datetime(2024, 3, 1, 9, tzinfo=dt.UTC), "on 29 February 2024"),
+    ("tomorrow", dt.datetime(2023, 12, 31, 22, tzinfo=dt.UTC), "on 1 January 2024"),
+    ("next month", dt.datetime(2023, 12, 15, tzinfo=dt.UTC), "in January 2024"),
+    ("three months ago", dt.datetime(2024, 2, 10, tzinfo=dt.UTC), "in November 2023"),
+    ("last weekend", dt.datetime(2023, 5, 7, 20, tzinfo=dt.UTC),  # said on a Sunday
+     "on the weekend of 29 April 2023"),
+    ("the weekly meeting", MONDAY, "the weekly meeting"),   # nothing relative: unchanged
+])
+def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datetime,
+                                                         expected: str) -> None:
+    assert resolve(said, at) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("I live in Berlin now.", "Caroline lives in Berlin now."),
+    ("I'm a counselor and I really love my job.", "Caroline is a counselor and Caroline "
+                                                  "really loves Caroline's job."),
+    ("We adopted a dog.", "Caroline adopted a dog."),
+    ("I've been painting, it helps me relax.", "Caroline has been painting, it helps "
+                                               "Caroline relax."),
+    ("I need a good dance floor for my students.", "Caroline needs a good dance floor for "
+                                                   "Caroline's students."),
+    ("I sold Curlew and bought Petrel.", "Caroline sold Curlew and bought Petrel."),
+    ("I go running and I watch films.", "Caroline goes running and Caroline watches films."),
+    ("I don't eat meat.", "Caroline doesn't eat meat."),
+])
+def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
+    assert third_person(sentence, "Caroline") == expected
+
+
+@pytest.mark.parametrize(("sentence", "kept"), [
+    ("I went to a support group yesterday and it was so powerful.", True),
+    ("My sister Lena is a nurse.", True),
+    ("How have you been?", False),                     # a question
+    ("Hey Caroline! Good to see you!", False),         # a greeting, no first person
+    ("Thanks so much, I appreciate it.", False),       # a reaction
+    ("That sounds lovely, I hope it goes well.", False),
+    ("Your painting is amazing.", False),              # about the listener
+    ("I think so.", False),                            # hedged, no content
+    ("The sunset was unreal.", False),                 # says nothing about the speaker
+])
+def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:
+    assert is_disclosure(sentence) is kept
+
+
+def turn(text: str, *, source: bool = True, speaker: str = "Melanie") -> Turn:
+    return Turn(1, 7, "e7", "conv:D1:7", "assistant", speaker, text, "2023-05-08T14:00:00Z",
+                source)
+
+
+def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None:
+    found = statements(turn("Wow, that's cool! I painted a lake sunrise last year "
+                            "[a photo of a painting of a sunset over a lake]. Do you paint?"))
+    assert [s.text for s in found] == ["Melanie painted a lake sunrise in 2022."]
+    assert found[0].turn.ref == "conv:D1:7"
+    assert statements(turn("I painted a lake.", source=False)) == []   # a model's turn
+    assert [s.text for s in statements(turn("I moved to Leeds.", speaker="user"))] == [
+        "The user moved to Leeds."]

@@ -1,0 +1,206 @@
+"""Attributes: the things about a person that have one value at a time and change — where
+they live, their job, a pet, a partner, a favourite drink, a hobby, a car, an editor … — so
+that a newer statement of one supersedes the older (dreaming, by subject key).
+
+**The registry** (:data:`ATTRIBUTES`): each attribute's key, its label and example
+statements about "Someone". A new attribute is one entry here, then
+``python scripts/train_attributes.py`` (it needs ``../shared/bench/locomo`` beside the
+checkout and writes :data:`WEIGHTS`).
+
+**The classifier** reads MiniLM vectors of a statement's clauses (split at commas,
+semicolons and "and/but/so/because", the person's name replaced by "Someone") and gives
+each clause a probability per attribute and for *none*: a multinomial logistic regression
+trained on the registry's examples (the attributes) and on the statements mining draws
+from LoCoMo's dev conversations (*none*: a year of two people's lives, where almost nothing
+is a changing state). A statement's attribute is that of its likeliest clause when the
+probability is at least the trained threshold, else it has none. Without the embedding
+model, or without the weights file, nothing is classified (the pattern subject keys of
+:func:`.text.subject_key` still apply).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .candidates import Candidate
+from .text import speaker_key
+
+WEIGHTS = Path(__file__).with_name("attributes.npz")
+SOMEONE = "Someone"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    key: str
+    label: str
+    examples: tuple[str, ...]
+
+
+ATTRIBUTES: tuple[Attribute, ...] = (
+    Attribute("home", "home", (
+        "Someone lives in Oslo.", "Someone moved to Madrid last month.",
+        "Someone's new flat is in Glasgow.", "Someone relocated to the coast.",
+        "Home is Dublin now for Someone.", "Someone has settled in a village near York.",
+        "Someone's family moved house to Lisbon.", "Someone is living in Toronto these days.",
+        "Someone left Paris and now lives in Nice.", "Someone's address is in Hamburg.",
+        "Someone is based in Leipzig.", "Someone found a flat in Cork and moved in.",
+        "Someone's town is Bath.", "Someone is back in Munich for good.",
+        "Someone's place is near the harbour in Kiel.")),
+    Attribute("job", "job", (
+        "Someone works as a nurse.", "Someone is a software engineer.",
+        "Someone got a new job as a teacher.", "Someone's job is driving trucks.",
+        "Someone became a pharmacist.", "Someone is employed as an accountant.",
+        "Someone quit and is now a carpenter.", "Someone's profession is law.",
+        "Someone started working as a chef.", "Someone does marketing for a living.",
+        "Someone has been a paramedic for years.", "Someone is training to be a pilot.",
+        "Someone was promoted to head nurse.", "Someone changed careers and is a plumber now.")),
+    Attribute("employer", "employer", (
+        "Someone works at Siemens.", "Someone joined a startup called Brightlane.",
+        "Someone's employer is the city council.", "Someone got hired by Google.",
+        "Someone left Acme for a job at Initech.", "Someone now works for a bank.")),
+    Attribute("pet", "pet", (
+        "Someone has a dog called Rex.", "Someone adopted a cat named Luna.",
+        "Someone's pet rabbit is Thumper.", "Someone got a puppy.",
+        "Someone renamed the cat Miso.", "Someone's parrot is called Kiwi.",
+        "Someone brought home a kitten.", "The family's new pet is a tortoise.",
+        "Someone's hamster sleeps all day.", "The dog is called Bruno now.",
+        "Someone named the new puppy Olive.", "Someone's cat knocked the vase over again.")),
+    Attribute("partner", "partner", (
+        "Someone's partner is called Sam.", "Someone is dating Alex.",
+        "Someone got married to Jordan.", "Someone's girlfriend is Mia.",
+        "Someone and Chris broke up, and Someone now sees Robin.",
+        "Someone's husband is Tom.")),
+    Attribute("drink", "favourite drink", (
+        "Someone's favourite drink is espresso.", "Someone drinks green tea every morning.",
+        "Someone switched from coffee to tea.", "Someone's usual order is a latte.",
+        "Someone only drinks oat milk cappuccinos now.", "Someone loves a cold lemonade.",
+        "Someone needs a strong coffee to wake up.", "These days Someone orders a mocha.",
+        "Someone gave up coffee for herbal tea.")),
+    Attribute("food", "favourite food", (
+        "Someone's favourite food is sushi.", "Someone's favourite dish is lasagne.",
+        "Someone went vegetarian.", "Someone eats porridge for breakfast every day.")),
+    Attribute("hobby", "hobby", (
+        "Someone's hobby is knitting.", "Someone took up climbing.",
+        "Someone spends weekends gardening.", "Someone's pastime is chess.",
+        "In the evenings Someone paints watercolours.", "Someone got into baking bread.",
+        "Someone's new hobby is photography.", "Someone is really into board games lately.",
+        "Someone spends free time restoring old bikes.", "Someone has been learning salsa.",
+        "Someone goes fishing most Sundays.")),
+    Attribute("sport", "sport", (
+        "Someone plays tennis.", "Someone runs marathons.", "Someone swims every week.",
+        "Someone switched from football to basketball.", "Someone's sport is cycling.")),
+    Attribute("vehicle", "vehicle", (
+        "Someone drives a Volvo.", "Someone bought a new car, an electric Kia.",
+        "Someone's car is a red Fiat.", "Someone sold the old van.",
+        "Someone rides a motorbike to work.", "Someone's sailing boat is named Osprey.",
+        "Someone sold the dinghy and got a bigger yacht.", "Someone cycles on a new e-bike.")),
+    Attribute("editor", "code editor", (
+        "Someone uses Vim as an editor.", "Someone switched to VS Code.",
+        "Someone's editor is Emacs.", "Someone writes code in Neovim now.")),
+    Attribute("language", "programming language", (
+        "Someone programs in Python.", "Someone's main language at work is Go.",
+        "Someone is rewriting the service in Rust.", "Someone codes mostly in TypeScript.")),
+    Attribute("database", "database", (
+        "Someone's project uses PostgreSQL.", "Someone moved the app's data to SQLite.",
+        "The team's database is MySQL.", "Someone stores everything in MongoDB.")),
+    Attribute("phone", "phone", (
+        "Someone has an iPhone.", "Someone's phone is a Pixel.",
+        "Someone bought a new phone.")),
+    Attribute("school", "school", (
+        "Someone studies biology at the university.", "Someone goes to Lincoln High.",
+        "Someone enrolled in a nursing degree.", "Someone is a student at MIT.")),
+    Attribute("deadline", "deadline", (
+        "Someone's deadline is Friday.", "The project is due at the end of March.",
+        "Someone's thesis deadline moved to June.", "Someone must submit the report by May.")),
+)
+NONE = "none"
+LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), NONE)
+_SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
+
+
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October"
+          r"|November|December)")
+_DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
+                   rf"(?:\d{{1,2}} )?{_MONTH}(?: \d{{4}})?|\s*\bin \d{{4}}\b")
+
+
+def clauses(statement: str, who: str) -> list[str]:
+    """A statement's clauses of three words or more, ``who`` written as "Someone" and its
+    dates left out (when a thing was said is no part of what it is about)."""
+    text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, statement) if who else statement
+    text = _DATE.sub("", text)
+    parts = [" ".join(p.split()) for p in _SPLIT.split(text)]
+    return [p for p in parts if len(p.split()) >= 3] or [text]
+
+
+class Classifier:
+    """The trained weights (:data:`WEIGHTS`) over an embedder's vectors."""
+
+    def __init__(self, embedder: Any, weights: Path = WEIGHTS) -> None:
+        import numpy as np
+
+        data = np.load(weights)
+        self.embedder = embedder
+        self.w, self.b = data["w"], data["b"]
+        self.labels = [str(x) for x in data["labels"]]
+        self.threshold = float(data["threshold"])
+
+    def attributes(self, statements: Sequence[tuple[str, str]]) -> list[str]:
+        """For each (statement, who): its attribute's key, or "" when none."""
+        import numpy as np
+
+        index: list[int] = []
+        flat: list[str] = []
+        for i, (statement, who) in enumerate(statements):
+            for clause in clauses(statement, who):
+                index.append(i)
+                flat.append(clause)
+        if not flat:
+            return []
+        probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
+        best: list[tuple[float, str]] = [(0.0, "")] * len(statements)
+        none = self.labels.index(NONE)
+        for i, row in zip(index, probs, strict=True):
+            row = row.copy()
+            row[none] = -1
+            k = int(row.argmax())
+            if row[k] >= self.threshold and row[k] > best[i][0]:
+                best[i] = (float(row[k]), self.labels[k])
+        return [label for _, label in best]
+
+
+def softmax(z: Any) -> Any:
+    import numpy as np
+
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def load_classifier(embedder: Any) -> Classifier | None:
+    if embedder is None or not WEIGHTS.exists():
+        return None
+    return Classifier(embedder)
+
+
+def with_attributes(candidates: list[Candidate], speakers: list[str],
+                    classifier: Classifier | None) -> list[Candidate]:
+    """``candidates`` with the subject key of the attribute each sets, where the
+    classifier finds one (it names attributes alike whoever said them, so it goes before
+    the patterns' or a model's subject, which stay where it finds none). The type stays:
+    recall puts every profile memory first, and only the patterns' identity facts are sure
+    enough for that."""
+    if classifier is None:
+        return candidates
+    open_ = [i for i, c in enumerate(candidates)
+             if c.type in ("user_preference", "workspace_profile")]
+    found = classifier.attributes([(candidates[i].content, speakers[i]) for i in open_])
+    out = list(candidates)
+    labels = {a.key: a.label for a in ATTRIBUTES}
+    for i, key in zip(open_, found, strict=True):
+        if key:
+            out[i] = replace(out[i], subject=f"{speaker_key(speakers[i])}|{labels[key]}")
+    return out

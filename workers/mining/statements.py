@@ -1,0 +1,190 @@
+"""The first pass of mining: a turn's sentences that tell something about a person, as
+third-person statements that name who.
+
+1. **Sentences.** A source turn is split into sentences; an image caption ("[a photo of
+   …]") and anything in an injected block are not the speaker's words and are left out.
+2. **Candidates** are disclosures: a sentence whose grammatical subject is the speaker
+   ("I", "we", "my …", "our …") — the words a person uses to say something about their
+   life — with at least :data:`MIN_CONTENT_WORDS` content words. Left out: questions,
+   sentences about the listener ("you", "your"), greetings, thanks and other reactions
+   (:data:`_REACTION`: a sentence that only reacts carries no fact), and hedged talk
+   (":data:`_HEDGE`": "I think", "I guess" — opinions about what the other said).
+3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
+   said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
+   become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
+   is"), "my"/"our" the name's possessive, "me"/"us" the name; relative time is resolved
+   from the turn's own time (:func:`projections.relative_time.resolve`). A speaker with no
+   name ("user") is written "The user".
+
+Deterministic and instant: the same turn always gives the same statements. Each statement
+rests on its one turn, so a memory's refs name exactly where it came from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from events import clock
+from projections.relative_time import resolve
+
+from .chunks import Turn
+from .text import GENERIC_SPEAKERS, content_words
+
+MIN_CONTENT_WORDS = 2
+MAX_CHARS = 280
+_CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
+_LEAD = re.compile(r"^(?:and|but|so|also|anyway|oh|well|plus|still|btw|by the way),?\s+",
+                   re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
+_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|yours|u)\b")
+_REACTION = re.compile(
+    r"^(?:hi|hey|hello|thanks|thank you|thx|wow|aw+|oh|ah|ha(?:ha)*|lol|omg|yay|yeah|yes"
+    r"|no|nope|ok|okay|cool|great|nice|awesome|sure|totally|absolutely|congrats"
+    r"|congratulations|good luck|bye|see you|take care|sounds|that's|that sounds"
+    r"|glad|sorry|i'm glad|i'm sorry|i'm so glad|i'm so sorry|i hope|i bet|i know|i see"
+    r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see"
+    r"|i love that|i love it|i love this|i appreciate|i'm happy for)\b")
+_HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe)\b")
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str         # third person, relative time resolved
+    said: str         # the sentence as said
+    turn: Turn
+
+
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences, captions left out."""
+    bare = _CAPTION.sub(" ", text)
+    found = (" ".join(s.split()) for s in _SENTENCE.findall(bare))
+    return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in found if s]
+
+
+def is_disclosure(sentence: str) -> bool:
+    """Whether a sentence tells something about its speaker (see the module doc)."""
+    low = sentence.casefold().replace("’", "'")
+    if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
+        return False
+    if _SECOND_PERSON.search(low) or _REACTION.match(low) or _HEDGE.match(low):
+        return False
+    return len(content_words(sentence)) >= MIN_CONTENT_WORDS
+
+
+_BE = {"am": "is", "'m": "is", "was": "was", "have": "has", "'ve": "has", "do": "does",
+       "don't": "doesn't", "go": "goes", "'d": "would", "'ll": "will", "are": "is",
+       "were": "was", "'re": "is", "haven't": "hasn't", "aren't": "isn't"}
+_KEEP = frozenset("""can could will would should shall must might may did didn't can't
+couldn't won't wouldn't shouldn't wasn't weren't also just really still always never often
+usually recently finally already even only actually totally definitely sometimes kind sort
+then now once both all""".split())
+_ADVERBS = frozenset("""also just really still always never often usually recently finally
+already even only actually totally definitely sometimes both all kind sort now
+then once""".split())
+_IRREGULAR_PAST = frozenset("""went got made took saw had did said came found gave knew
+thought told felt became began brought bought built caught chose drew drove ate fell fought
+flew forgot grew heard held kept left lent lost meant met paid put ran read rode rang rose
+sang sat sent set shot showed shut slept spent spoke stood stole swam taught threw
+understood woke wore won wrote sold fed led dug hung hid bit lit slid spun stuck struck
+swept swung wept wound shook froze forgave bent bred blew broke dealt dove drank dreamt
+fled flung forbade forgot got ground leapt lay misled overcame overtook rebuilt
+repaid sank shone shrank sought sprang stank stung strove swore tore threw trod
+undertook upheld withdrew""".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|[^A-Za-z\s]+|\s+")
+
+
+def _third_singular(verb: str) -> str:
+    if verb.isupper() and len(verb) > 1:
+        return _third_singular(verb.lower()).upper()
+    low = verb.lower()
+    if low in _BE:
+        return _BE[low]
+    if low in _KEEP or low in _IRREGULAR_PAST or low.endswith(("ing", "n't")) \
+            or (low.endswith("ed") and not low.endswith("eed")):
+        return verb
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_CONTRACTED = {"i'm": "is", "we're": "is", "i've": "has", "we've": "has", "i'd": "would",
+               "we'd": "would", "i'll": "will", "we'll": "will"}
+_OBJECT = {"my": "possessive", "our": "possessive", "mine": "possessive",
+           "ours": "possessive", "me": "name", "us": "name", "myself": "themselves",
+           "ourselves": "themselves"}
+
+
+def display_name(speaker: str) -> str:
+    return "The user" if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
+
+
+def third_person(sentence: str, speaker: str) -> str:
+    """``sentence`` said by ``speaker``, written about them (see the module doc)."""
+    name = display_name(speaker)
+    possessive = name + ("'" if name.endswith("s") else "'s")
+    tokens = _WORD.findall(sentence.replace("’", "'"))
+    out: list[str] = []
+    agree = False        # the next verb follows "I"/"we" and must agree with the name
+    for token in tokens:
+        low = token.lower()
+        if token.isspace() or not token[0].isalpha():
+            out.append(token)
+            continue
+        if low in ("i", "we"):
+            out.append(name)
+            agree = True
+            continue
+        if low in _CONTRACTED:
+            out += [name, " ", _CONTRACTED[low]]
+            continue
+        if low in _OBJECT:
+            out.append({"name": name, "possessive": possessive}.get(_OBJECT[low], _OBJECT[low]))
+            continue
+        if agree:
+            if low in _ADVERBS:
+                out.append(token)
+                continue
+            out.append(_third_singular(token))
+            agree = False
+            continue
+        out.append(token)
+    text = "".join(out).strip()
+    return text[0].upper() + text[1:] if text else text
+
+
+def _follows(sentence: str) -> bool:
+    """Whether a sentence that is no disclosure itself goes on with the one before ("We
+    renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
+    reaction or talk about the listener."""
+    low = sentence.casefold().replace("’", "'")
+    return not (sentence.endswith("?") or _SECOND_PERSON.search(low) or _REACTION.match(low)
+                or _HEDGE.match(low)) and len(content_words(sentence)) >= MIN_CONTENT_WORDS
+
+
+def statements(turn: Turn) -> list[Statement]:
+    """The disclosures of a source turn, in the third person, dated; a sentence that goes
+    on with a disclosure (:func:`_follows`) joins it."""
+    if not turn.source:
+        return []
+    at = clock.from_iso(turn.at)
+    groups: list[list[str]] = []
+    joined = False       # the last sentence was a disclosure or joined one
+    for sentence in sentences(turn.text):
+        if is_disclosure(sentence):
+            groups.append([sentence])
+            joined = True
+        elif joined and _follows(sentence):
+            groups[-1].append(sentence)
+        else:
+            joined = False
+    out: list[Statement] = []
+    for group in groups:
+        said = " ".join(group)
+        parts = [third_person(_LEAD.sub("", s), turn.speaker).rstrip(" .!,;") for s in group]
+        text = resolve(". ".join(parts), at)
+        text = text[0].upper() + text[1:] + "."
+        out.append(Statement(text[:MAX_CHARS], said, turn))
+    return out
