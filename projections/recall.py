@@ -168,8 +168,8 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     if long_term:
         share = (filler.room() if filler.budget <= 0
                  else min(filler.room(), LONG_TERM_SHARE * filler.budget))
-        text = _fit_lines(long_term if filler.budget <= 0 or not query.strip() else
-                          _relevant_lines(long_term, query), share)
+        whole = filler.budget <= 0 or not query.strip()
+        text = _fit_lines(long_term if whole else _relevant_lines(long_term, query), share)
         if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "",
                                      _line_refs(db, text))):
             used.add(content_hash(text))
@@ -365,7 +365,9 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
             if semantic is not None else None,
             COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats), reads)
         hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
-    states = memory_states(db, [h.id for h in hits.values() if h.source == MEMORY])
+    # a remembered note's journal line has the note's id: a superseded value stays in its
+    # day's journal file but is no answer any more
+    states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
     ranked: list[tuple[float, Hit]] = []
@@ -376,6 +378,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         weight = _freshness(hit.at, now)
         if hit.id in essays:
             weight *= ESSAY_WEIGHT
+        if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
+            continue
         if hit.source == MEMORY:
             status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
             if status != "active":

@@ -105,3 +105,27 @@ def test_the_readme_demo_leaves_nothing_waiting(embedding: Home, tmp_path: Path)
     memory_md = (embedding.memory_dir / "MEMORY.md").read_text()
     assert "Maya moved to Plymouth on the weekend of 2 March 2024" in memory_md
     assert "Bristol" not in memory_md and "Lovely" not in memory_md
+
+
+def test_a_superseded_value_is_not_recalled_from_its_journal_line(home: Home) -> None:
+    """The journal file keeps what was noted that day; recall does not offer a replaced
+    value from it, as it does not from the memory."""
+    import datetime as dt
+
+    from events.types import MemorySuperseded, Remembered
+    from projections.recall import recall
+
+    ids = {}
+    with EventLog(home.events_db) as log:
+        for city, day in (("Leeds", 1), ("Porto", 9)):
+            ids[city] = log.append(Remembered(text=f"Maya lives in {city} near the old market"),
+                                   stream="memory",
+                                   occurred_at=dt.datetime(2024, 3, day, tzinfo=dt.UTC)).id
+        log.append(MemorySuperseded(ids=[ids["Leeds"]], by=ids["Porto"], reason="moved"),
+                   stream="memory")
+    with open_store(home) as store:
+        store.catch_up_all()
+        items = recall(store.db, "Maya lives near the old market", 0, 10).items
+    assert "Leeds" in (home.memory_dir / "2024-03-01.md").read_text()
+    assert any("Porto" in i.content for i in items)
+    assert not any("Leeds" in i.content for i in items), [(i.source, i.content) for i in items]
