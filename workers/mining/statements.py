@@ -75,13 +75,12 @@ def is_disclosure(sentence: str) -> bool:
 _BE = {"am": "is", "'m": "is", "was": "was", "have": "has", "'ve": "has", "do": "does",
        "don't": "doesn't", "go": "goes", "'d": "would", "'ll": "will", "are": "is",
        "were": "was", "'re": "is", "haven't": "hasn't", "aren't": "isn't"}
-_KEEP = frozenset("""can could will would should shall must might may did didn't can't
-couldn't won't wouldn't shouldn't wasn't weren't also just really still always never often
-usually recently finally already even only actually totally definitely sometimes kind sort
-then now once both all""".split())
 _ADVERBS = frozenset("""also just really still always never often usually recently finally
 already even only actually totally definitely sometimes both all kind sort now
 then once""".split())
+_MODALS = frozenset("""can could will would should shall must might may did didn't can't
+couldn't won't wouldn't shouldn't wasn't weren't""".split())
+_KEEP = _MODALS | _ADVERBS     # words after "I" that stay as they are
 _IRREGULAR_PAST = frozenset("""went got made took saw had did said came found gave knew
 thought told felt became began brought bought built caught chose drew drove ate fell fought
 flew forgot grew heard held kept left lent lost meant met paid put ran read rode rang rose
