@@ -83,7 +83,7 @@ def main() -> None:
     from projections.semantic import semantic_searcher
     from workers.eval import metrics
     from workers.eval.command import resolve_dataset
-    from workers.eval.homes import build_home, model_folder
+    from workers.eval.homes import build_home, model_folder, night_over
 
     _override(args.settings)
     k = args.k or Config().memory.top_k
@@ -101,10 +101,7 @@ def main() -> None:
         built = build_home(args.homes, conv, embed=True, models=models)
         models = models or model_folder(built.home)
         if args.night:
-            from workers.mining.distribute import LocalExtractor
-            from workers.schedule import run_night
-
-            run_night(built.home, lambda _home, spec: LocalExtractor(spec))
+            night_over(built.home)
         with EventLog(built.home.events_db) as log, open_store(built.home, log) as store:
             semantic = semantic_searcher(built.home, store)
             for q in questions:

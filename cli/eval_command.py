@@ -40,6 +40,10 @@ def _bar(total: int, label: str) -> Iterator[Progress]:
 @click.option("--keep-homes", "keep", type=click.Path(file_okay=False, path_type=Path),
               help="Build the conversations' homes in DIR/<conversation> and keep them (a "
                    "later run reuses them); default: a temporary folder.")
+@click.option("--night", is_flag=True,
+              help="Run the default night (mine, dream, consolidate; no model) on each home "
+                   "before the questions: memory then holds the night's memories and "
+                   "MEMORY.md. Keep such homes apart from the others (--keep-homes).")
 @click.option("--no-embed", is_flag=True, envvar="DIARIST_NO_EMBED", show_envvar=True,
               help="Lexical recall only: no embedding model, no relevancy.")
 @click.option("--answer", is_flag=True,
@@ -65,7 +69,8 @@ def _bar(total: int, label: str) -> Iterator[Progress]:
 @home_option
 @friendly_errors
 def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
-             categories: tuple[str, ...], keep: Path | None, no_embed: bool, answer: bool,
+             categories: tuple[str, ...], keep: Path | None, night: bool, no_embed: bool,
+             answer: bool,
              backend: str | None, model: str | None, base_url: str | None,
              script: Path | None, window: int | None,
              max_tokens: int, cache: Path | None, as_json: bool, report: Path | None,
@@ -86,7 +91,7 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
     request = EvalRequest(
         dataset, current_home(create=True),
         EvalOptions(limit=limit, sample=sample, seed=seed, categories=categories, keep=keep,
-                    embed=not no_embed, window=window),
+                    embed=not no_embed, window=window, night=night),
         settings, report, export)
     try:
         outcome = evaluate(request, progress=_bar)

@@ -280,6 +280,21 @@ def newest_memories(db: sqlite3.Connection, sources: Sequence[str],
     return [_memory(r) for r in rows]
 
 
+def replaced_refs(db: sqlite3.Connection) -> set[str]:
+    """The refs of the turns whose facts a newer one replaced: cited by a superseded memory
+    and by no active one (a merge hands its refs to the memory kept, so they stay)."""
+    try:
+        rows = db.execute("SELECT status, refs FROM memories WHERE status IN"
+                          " ('superseded', 'active')").fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    old: set[str] = set()
+    kept: set[str] = set()
+    for status, refs in rows:
+        (old if status == "superseded" else kept).update(json.loads(refs or "[]"))
+    return old - kept
+
+
 def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:
     try:
         row = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()

@@ -25,7 +25,7 @@ from . import context
 from .fts import STOPWORDS
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
-from .memories import list_memories, memory_states
+from .memories import list_memories, memory_states, replaced_refs
 from .recency import (
     COMPARED,
     LIFT_INTENTS,
@@ -55,6 +55,11 @@ HEAD_FACTS_SHARE = 0.25
 MIN_ITEM_TOKENS = 8           # stop looking once less room than any real item needs is left
 FRESHNESS_HALF_LIFE_DAYS = 90.0
 FRESHNESS_FLOOR = 0.5         # an old item keeps at least half its score
+# On a question about the present, a turn whose fact a newer one replaced (dreaming
+# superseded every memory that cites it) keeps this share of its score: still there for
+# "where did she live before?", below the current value for "where does she live?".
+REPLACED_WEIGHT = 0.5
+REPLACED_INTENTS = ("present", "state")
 SUCCESSORS_OF = 3            # on a present question, newer same-subject items of the best 3 join
 NEIGHBOURS = 16              # nearest items looked at for each of them
 # A passage of an essay — a turn cut into at least ESSAY_PASSAGES passages (about 170
@@ -149,7 +154,10 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     facts by confidence × relevancy, then newest), then MEMORY.md up to its share — within
     a budget and for a ``query`` (the question without the speakers' names) only its lines
     that answer it (:func:`_relevant_lines`); returns the content hashes used, so the
-    scored part does not repeat them."""
+    scored part does not repeat them. MEMORY.md comes only here: its sections are not
+    scored items (a whole section, ~240 tokens after a night over a LoCoMo conversation,
+    crowded turns out of a 512-token budget; its lines are the active memories, which are
+    scored items themselves)."""
     used: set[str] = set()
     room = math.inf if filler.budget <= 0 else HEAD_FACTS_SHARE * filler.budget
     for type_, source in (("workspace_profile", "workspace_profile"),
@@ -370,23 +378,14 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
+    intent = temporal_intent(query)
+    replaced = replaced_refs(db) if intent in REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)
-        if hit is None:
-            continue
-        weight = _freshness(hit.at, now)
-        if hit.id in essays:
-            weight *= ESSAY_WEIGHT
-        if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
-            continue
-        if hit.source == MEMORY:
-            status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
-            if status != "active":
-                continue
-            weight *= confidence * relevancy
-        ranked.append((score * weight, hit))
-    intent = temporal_intent(query)
+        weight = None if hit is None else _weight(hit, now, essays, states, replaced)
+        if hit is not None and weight is not None:
+            ranked.append((score * weight, hit))
     times = [hit.at for _, hit in ranked]
     ranked = [(score * change, hit) for (score, hit), change in zip(
         ranked, change_factors([hit.content for _, hit in ranked], [s for s, _ in ranked], intent),
@@ -405,6 +404,28 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
                         + ranked[COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
     return ranked
+
+
+def _weight(hit: Hit, now: dt.datetime, essays: set[str],
+            states: Mapping[str, tuple[str, float, float]], replaced: set[str]) -> float | None:
+    """A candidate's weight: freshness, essays lighter, memories by confidence ×
+    relevancy, a replaced turn by :data:`REPLACED_WEIGHT`; None for what is not shown (a
+    memory or a remembered note's journal line no longer active, MEMORY.md's sections)."""
+    if hit.source == LONG_TERM:
+        return None     # MEMORY.md comes in the head only (see _fixed_head)
+    weight = _freshness(hit.at, now)
+    if hit.id in essays:
+        weight *= ESSAY_WEIGHT
+    if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
+        return None
+    if hit.source == MEMORY:
+        status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
+        if status != "active":
+            return None
+        weight *= confidence * relevancy
+    if replaced and hit.source == TURN and set(hit.refs) <= replaced:
+        weight *= REPLACED_WEIGHT
+    return weight
 
 
 def _contenders(fused: dict[str, float], fresh: dict[str, Hit]) -> list[str]:

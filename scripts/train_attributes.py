@@ -80,7 +80,7 @@ class _Fitted(Classifier):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-none-rate", type=float, default=0.05)
+    parser.add_argument("--max-none-rate", type=float, default=0.07)
     parser.add_argument("--drop-near", type=float, default=0.55, help="leave out LoCoMo "
                         "clauses this close (cosine) to an attribute's example")
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))

@@ -59,6 +59,26 @@ def test_candidates_get_a_subject_key(exported_model: Path) -> None:
     assert with_attributes(candidates, ["Sam"] * 3, None) == candidates   # no model: as is
 
 
+def test_pets_and_vehicles_have_a_current_value_per_kind(exported_model: Path) -> None:
+    """A new rabbit replaces the rabbit, not the hamster; a statement about "the <thing>"
+    is kept only if it sets an attribute (and never without the model)."""
+    candidates = [
+        Candidate("user_preference", "Ravi adopted a rabbit called Pepper.", turns=[1]),
+        Candidate("user_preference", "Ravi's hamster is called Captain.", turns=[2]),
+        Candidate("user_preference", "Ravi's cat has been renamed Mochi.", turns=[3],
+                  needs_attribute=True),
+        Candidate("user_preference", "Ravi's weather was awful today.", turns=[4],
+                  needs_attribute=True),
+        Candidate("user_preference", "Ravi sold the van and bought a sailing boat.",
+                  turns=[5])]
+    out = with_attributes(candidates, ["Ravi"] * 5, classifier(exported_model))
+    assert [c.subject for c in out] == ["ravi|rabbit", "ravi|hamster", "ravi|cat",
+                                        "ravi|car"]
+    assert not any(c.needs_attribute for c in out)
+    assert [c.content for c in with_attributes(candidates, ["Ravi"] * 5, None)] == [
+        c.content for c in candidates if not c.needs_attribute]
+
+
 def test_a_night_over_an_old_history_keeps_current_values_only(embedding: Home,
                                                                tmp_path: Path) -> None:
     """A person's history from 2024 (the changed-facts generator), imported in 2026: one
@@ -129,3 +149,38 @@ def test_a_superseded_value_is_not_recalled_from_its_journal_line(home: Home) ->
     assert "Leeds" in (home.memory_dir / "2024-03-01.md").read_text()
     assert any("Porto" in i.content for i in items)
     assert not any("Leeds" in i.content for i in items), [(i.source, i.content) for i in items]
+
+
+def test_a_replaced_turn_comes_after_the_current_one_on_a_present_question(
+        home: Home) -> None:
+    """Dreaming superseded the memory of the old job: on "What does Maya do for a
+    living?" the turn that said it ranks below the newer one, although it matches the
+    question better; asked about the past, it is not held back."""
+    import datetime as dt
+
+    from events.types import MemoriesMined, MemorySuperseded, UserTurn
+    from projections.recall import recall
+
+    said = [("r1", 1, "I work as a nurse for a living at the city hospital, nurse work."),
+            ("r2", 9, "I got hired as a baker.")]
+    with EventLog(home.events_db) as log:
+        for ref, day, text in said:
+            log.append(UserTurn(session="s", text=text, name="Maya"), stream="session/s",
+                       occurred_at=dt.datetime(2024, 3, day, tzinfo=dt.UTC), ref=ref)
+        for ref, day, text in said:
+            log.append(MemoriesMined(session="s", memories=[{
+                "id": f"m-{ref}", "type": "user_preference", "content": f"Maya: {text}",
+                "subject": "maya|job", "refs": [ref], "events": [],
+                "at": f"2024-03-{day:02d}T00:00:00Z"}], model="heuristic",
+                first_seq=1, last_seq=2, turns=2), stream="memory",
+                occurred_at=dt.datetime(2024, 3, day, tzinfo=dt.UTC))
+        log.append(MemorySuperseded(ids=["m-r1"], by="m-r2", reason="conflict"),
+                   stream="memory")
+    with open_store(home) as store:
+        store.catch_up_all()
+        now = [i.refs for i in recall(store.db, "What does Maya do for a living?", 0, 10,
+                                      head=False).items if i.source == "turn"]
+        before = [i.refs for i in recall(store.db, "What did Maya do for a living before?",
+                                         0, 10, head=False).items if i.source == "turn"]
+    assert now.index(["r2"]) < now.index(["r1"]), now
+    assert before and "r1" in before[0], before

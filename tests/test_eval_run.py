@@ -173,3 +173,19 @@ def test_stratified_sample_is_seeded_and_keeps_category_shares() -> None:
     assert positions == sorted(positions)
     assert {q.category for _, q in stratified_sample(questions, len(shares), 0)} == set(shares)
     assert len(stratified_sample(questions, 10_000, 0)) == len(questions)
+
+
+def test_night_runs_the_default_night_on_each_home(tmp_path: Path) -> None:
+    """`--night`: each home gets its night before the questions — the mined statements are
+    in its memories and MEMORY.md is written — and the report says so."""
+    homes = tmp_path / "homes"
+    report = json.loads(run("eval", "changed-facts", "--limit", "2", "--night", "--json",
+                            "--keep-homes", str(homes)).output)
+    assert report["options"]["night"] is True
+    [home] = [p for p in homes.iterdir() if p.is_dir()]
+    assert "Memory" in (home / "memory" / "MEMORY.md").read_text()
+    assert "user_preference" in run("--home", str(home), "memory", "status").output
+    plain = json.loads(run("eval", "changed-facts", "--limit", "2", "--json",
+                           "--keep-homes", str(tmp_path / "plain")).output)
+    assert plain["options"]["night"] is False
+    assert not (tmp_path / "plain" / home.name / "memory" / "MEMORY.md").exists()

@@ -235,3 +235,21 @@ def test_a_long_turn_is_recalled_as_passages_and_weighs_less(log: EventLog,
     whole = recall(store.db, "kayak care dry place", budget=0, k=10, head=False)
     (full,) = [i for i in whole.items if "c:1" in i.refs]
     assert all(f"Point {n}:" in full.content for n in range(12))  # no budget: the whole turn
+
+
+def test_memory_md_comes_in_the_head_only(log: EventLog, store: ProjectionStore) -> None:
+    """Within a budget MEMORY.md shows the lines that answer the question, in the head; its
+    sections are not also scored items (one whole section would crowd out the turns)."""
+    facts = "\n".join(f"- Ann planted {crop} in the garden bed number {i}"
+                      for i, crop in enumerate(["beans", "kale", "leeks", "peas", "corn"] * 6))
+    log.append(LongTermRewritten(content=f"# Garden\n{facts}\n- Ann grows tomatoes outside\n"),
+               stream="memory")
+    for i in range(30):
+        log.append(UserTurn(session="s", text=f"the tomatoes in the garden did well, day {i}"),
+                   stream="s", ref=f"c:{i}")
+    store.catch_up_all()
+    items = recall(store.db, "Which tomatoes does Ann grow outside?", budget=512, k=10).items
+    memory_md = [i for i in items if i.source == "long_term"]
+    assert [i.id for i in memory_md] == ["MEMORY.md"]
+    assert memory_md[0].content == "# Garden\n- Ann grows tomatoes outside"
+    assert sum(i.source == "turn" for i in items) == 10

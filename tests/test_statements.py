@@ -84,3 +84,14 @@ def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None
     assert statements(turn("I painted a lake.", source=False)) == []   # a model's turn
     assert [s.text for s in statements(turn("I moved to Leeds.", speaker="user"))] == [
         "The user moved to Leeds."]
+
+
+def test_a_sentence_about_the_speakers_thing_is_an_owned_statement() -> None:
+    """"The cat has been renamed Mochi." says nothing about the speaker in the first person
+    but is about their cat: it is written as theirs and marked, so that mining keeps it only
+    if it sets an attribute."""
+    found = statements(turn("Ha. The cat has been renamed Mochi, the old name never stuck."))
+    assert [(s.text, s.owned) for s in found] == [
+        ("Melanie's cat has been renamed Mochi, the old name never stuck.", True)]
+    assert [s.owned for s in statements(turn("I adopted a cat."))] == [False]
+    assert statements(turn("The sunset was unreal?")) == []

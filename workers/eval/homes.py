@@ -67,3 +67,12 @@ def build_home(root: Path, conversation: Conversation, *, embed: bool,
         share_models(models, home)
     report = sync(home, embed=embed)
     return BuiltHome(home, imported, report.embedded or 0)
+
+
+def night_over(home: Home) -> None:
+    """The default night on a built home, as the worker runs it with nothing configured
+    (a home that had its night already gets nothing new: every pass resumes)."""
+    from ..mining.distribute import LocalExtractor
+    from ..schedule import run_night
+
+    run_night(home, lambda _home, spec: LocalExtractor(spec))

@@ -42,7 +42,7 @@ from ..sync.progress import ProgressFactory, no_progress
 from . import metrics
 from .answer import memory_prompt_tokens, summarise_answers
 from .dataset import Conversation, Dataset, Question
-from .homes import build_home, model_folder
+from .homes import build_home, model_folder, night_over
 from .stats import Estimate, bootstrap_ci, paired_ci
 
 KS = (5, 10)
@@ -66,6 +66,7 @@ class EvalOptions:
     window: int | None = None         # the model's context window (None: backend's, else 2048)
     models: Path | None = None        # a folder with the exported embedding model, if any
     answerer: Any = None              # a workers.eval.answer.Answerer, for --answer
+    night: bool = False               # run the default night on each home first
 
 
 @dataclass
@@ -239,6 +240,7 @@ def run_eval(dataset: Dataset, options: EvalOptions, config: Config | None = Non
     report = EvalReport(dataset.name, dataset.format, {
         "limit": options.limit, "sample": options.sample, "seed": options.seed,
         "categories": list(options.categories), "embed": options.embed, "window": window,
+        "night": options.night,
         "memory_budget": budget, "top_k": config.memory.top_k, "ks": list(KS),
         "budgets": list(BUDGETS),
         "model": options.answerer.model if options.answerer else None,
@@ -256,6 +258,8 @@ def run_eval(dataset: Dataset, options: EvalOptions, config: Config | None = Non
             built = build_home(root, convs[conv_id], embed=options.embed, models=models)
             if options.embed and models is None:
                 models = model_folder(built.home)
+            if options.night:
+                night_over(built.home)
             t1 = time.perf_counter()
             with EventLog(built.home.events_db) as log, open_store(built.home, log) as store:
                 semantic = semantic_searcher(built.home, store) if options.embed else None

@@ -34,9 +34,14 @@ SOMEONE = "Someone"
 
 @dataclass(frozen=True)
 class Attribute:
+    """``kinds``: for an attribute a person can hold several of at once (pets, vehicles),
+    the kind words that tell one from another; each kind then has its own current value
+    (a new rabbit replaces the rabbit, not the cat)."""
+
     key: str
     label: str
     examples: tuple[str, ...]
+    kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -48,7 +53,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone left Paris and now lives in Nice.", "Someone's address is in Hamburg.",
         "Someone is based in Leipzig.", "Someone found a flat in Cork and moved in.",
         "Someone's town is Bath.", "Someone is back in Munich for good.",
-        "Someone's place is near the harbour in Kiel.")),
+        "Someone's place is near the harbour in Kiel.", "Someone is moving to Perth next week.",
+        "Someone just bought a house in Bristol.")),
     Attribute("job", "job", (
         "Someone works as a nurse.", "Someone is a software engineer.",
         "Someone got a new job as a teacher.", "Someone's job is driving trucks.",
@@ -56,29 +62,48 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone quit and is now a carpenter.", "Someone's profession is law.",
         "Someone started working as a chef.", "Someone does marketing for a living.",
         "Someone has been a paramedic for years.", "Someone is training to be a pilot.",
-        "Someone was promoted to head nurse.", "Someone changed careers and is a plumber now.")),
+        "Someone was promoted to head nurse.", "Someone changed careers and is a plumber now.",
+        "Someone resigned to work as an electrician.",
+        "Someone is a junior doctor now.", "Someone teaches maths at a secondary school.")),
     Attribute("employer", "employer", (
         "Someone works at Siemens.", "Someone joined a startup called Brightlane.",
         "Someone's employer is the city council.", "Someone got hired by Google.",
-        "Someone left Acme for a job at Initech.", "Someone now works for a bank.")),
+        "Someone left Acme for a job at Initech.", "Someone now works for a bank.",
+        "Someone accepted an offer from Spotify.", "Someone's company is a small design agency.")),
     Attribute("pet", "pet", (
         "Someone has a dog called Rex.", "Someone adopted a cat named Luna.",
         "Someone's pet rabbit is Thumper.", "Someone got a puppy.",
         "Someone renamed the cat Miso.", "Someone's parrot is called Kiwi.",
         "Someone brought home a kitten.", "The family's new pet is a tortoise.",
         "Someone's hamster sleeps all day.", "The dog is called Bruno now.",
-        "Someone named the new puppy Olive.", "Someone's cat knocked the vase over again.")),
+        "Someone named the new puppy Olive.", "Someone's cat knocked the vase over again.",
+        "Someone's dog has a new name, Pip.", "Someone rescued a greyhound from a shelter."),
+        kinds=(("dog", ("dog", "dogs", "puppy", "puppies", "pup", "greyhound", "terrier",
+                        "spaniel", "labrador", "retriever", "collie", "poodle", "beagle")),
+               ("cat", ("cat", "cats", "kitten", "kittens", "kitty")),
+               ("rabbit", ("rabbit", "rabbits", "bunny")),
+               ("hamster", ("hamster", "hamsters")),
+               ("guinea pig", ("guinea pig", "guinea pigs")),
+               ("bird", ("parrot", "parrots", "budgie", "budgies", "canary", "bird",
+                         "birds", "cockatiel")),
+               ("tortoise", ("tortoise", "tortoises", "turtle", "turtles")),
+               ("fish", ("fish", "goldfish")),
+               ("horse", ("horse", "horses", "pony")),
+               ("reptile", ("snake", "lizard", "gecko", "iguana")),
+               ("ferret", ("ferret", "ferrets")))),
     Attribute("partner", "partner", (
         "Someone's partner is called Sam.", "Someone is dating Alex.",
         "Someone got married to Jordan.", "Someone's girlfriend is Mia.",
         "Someone and Chris broke up, and Someone now sees Robin.",
-        "Someone's husband is Tom.")),
+        "Someone's husband is Tom.", "Someone has a new boyfriend, Leo.",
+        "Someone moved in with Dana.", "Someone's wife is Ana.")),
     Attribute("drink", "favourite drink", (
         "Someone's favourite drink is espresso.", "Someone drinks green tea every morning.",
         "Someone switched from coffee to tea.", "Someone's usual order is a latte.",
         "Someone only drinks oat milk cappuccinos now.", "Someone loves a cold lemonade.",
         "Someone needs a strong coffee to wake up.", "These days Someone orders a mocha.",
-        "Someone gave up coffee for herbal tea.")),
+        "Someone gave up coffee for herbal tea.", "Someone's morning coffee is a double espresso.",
+        "Someone stopped drinking cola.", "Someone prefers a cortado now.")),
     Attribute("food", "favourite food", (
         "Someone's favourite food is sushi.", "Someone's favourite dish is lasagne.",
         "Someone went vegetarian.", "Someone eats porridge for breakfast every day.")),
@@ -88,24 +113,41 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "In the evenings Someone paints watercolours.", "Someone got into baking bread.",
         "Someone's new hobby is photography.", "Someone is really into board games lately.",
         "Someone spends free time restoring old bikes.", "Someone has been learning salsa.",
-        "Someone goes fishing most Sundays.")),
+        "Someone goes fishing most Sundays.", "Someone has taken up archery.",
+        "Someone's favourite pastime is sailing.", "Someone dropped painting and now does yoga.",
+        "Someone's free evenings are for crochet.")),
     Attribute("sport", "sport", (
         "Someone plays tennis.", "Someone runs marathons.", "Someone swims every week.",
-        "Someone switched from football to basketball.", "Someone's sport is cycling.")),
+        "Someone switched from football to basketball.", "Someone's sport is cycling.",
+        "Someone joined a rowing club.", "Someone gave up squash and plays padel now.",
+        "Someone trains for triathlons.")),
     Attribute("vehicle", "vehicle", (
         "Someone drives a Volvo.", "Someone bought a new car, an electric Kia.",
         "Someone's car is a red Fiat.", "Someone sold the old van.",
         "Someone rides a motorbike to work.", "Someone's sailing boat is named Osprey.",
-        "Someone sold the dinghy and got a bigger yacht.", "Someone cycles on a new e-bike.")),
+        "Someone sold the dinghy and got a bigger yacht.", "Someone cycles on a new e-bike."),
+        kinds=(("boat", ("boat", "boats", "yacht", "dinghy", "sailboat", "canoe", "kayak")),
+               ("bike", ("bike", "bicycle", "e-bike", "motorbike", "motorcycle", "scooter")),
+               ("car", ("car", "cars", "van", "truck", "suv", "hatchback", "estate",
+                        "pickup")))),
     Attribute("editor", "code editor", (
         "Someone uses Vim as an editor.", "Someone switched to VS Code.",
-        "Someone's editor is Emacs.", "Someone writes code in Neovim now.")),
+        "Someone's editor is Emacs.", "Someone writes code in Neovim now.",
+        "Someone moved from Sublime Text to Zed.", "Someone codes in PyCharm.")),
     Attribute("language", "programming language", (
         "Someone programs in Python.", "Someone's main language at work is Go.",
-        "Someone is rewriting the service in Rust.", "Someone codes mostly in TypeScript.")),
+        "Someone is rewriting the service in Rust.", "Someone codes mostly in TypeScript.",
+        "Someone switched the backend from Java to Kotlin.",
+        "Someone writes most things in C++.")),
     Attribute("database", "database", (
         "Someone's project uses PostgreSQL.", "Someone moved the app's data to SQLite.",
-        "The team's database is MySQL.", "Someone stores everything in MongoDB.")),
+        "The team's database is MySQL.", "Someone stores everything in MongoDB.",
+        "Someone migrated the database from Oracle to MariaDB.", "Someone's app runs on Redis.")),
+    Attribute("allergy", "allergy", (
+        "Someone is allergic to peanuts.", "Someone has a shellfish allergy.",
+        "Someone can't eat gluten.", "Someone found out they are allergic to cats.",
+        "Someone's allergy turned out to be to sesame, not nuts.",
+        "Someone is lactose intolerant.")),
     Attribute("phone", "phone", (
         "Someone has an iPhone.", "Someone's phone is a Pixel.",
         "Someone bought a new phone.")),
@@ -114,7 +156,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone enrolled in a nursing degree.", "Someone is a student at MIT.")),
     Attribute("deadline", "deadline", (
         "Someone's deadline is Friday.", "The project is due at the end of March.",
-        "Someone's thesis deadline moved to June.", "Someone must submit the report by May.")),
+        "Someone's thesis deadline moved to June.", "Someone must submit the report by May.",
+        "The launch date was pushed back two weeks.",
+        "Someone's manuscript is due on the 3rd.")),
 )
 NONE = "none"
 LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), NONE)
@@ -192,15 +236,26 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
     classifier finds one (it names attributes alike whoever said them, so it goes before
     the patterns' or a model's subject, which stay where it finds none). The type stays:
     recall puts every profile memory first, and only the patterns' identity facts are sure
-    enough for that."""
+    enough for that. A candidate that ``needs_attribute`` and sets none is left out."""
     if classifier is None:
-        return candidates
+        return [c for c in candidates if not c.needs_attribute]
     open_ = [i for i, c in enumerate(candidates)
              if c.type in ("user_preference", "workspace_profile")]
     found = classifier.attributes([(candidates[i].content, speakers[i]) for i in open_])
-    out = list(candidates)
-    labels = {a.key: a.label for a in ATTRIBUTES}
+    out: list[Candidate | None] = list(candidates)
+    by_key = {a.key: a for a in ATTRIBUTES}
     for i, key in zip(open_, found, strict=True):
         if key:
-            out[i] = replace(out[i], subject=f"{speaker_key(speakers[i])}|{labels[key]}")
-    return out
+            label = label_of(by_key[key], candidates[i].content)
+            out[i] = replace(candidates[i], subject=f"{speaker_key(speakers[i])}|{label}",
+                             needs_attribute=False)
+    return [c for c in out if c is not None and not c.needs_attribute]
+
+
+def label_of(attribute: Attribute, statement: str) -> str:
+    """The subject label a statement sets: the attribute's, or for one with kinds the kind
+    the statement names first ("… the rabbit …" → "rabbit")."""
+    low = statement.casefold()
+    found = [(m.start(), kind) for kind, words in attribute.kinds for word in words
+             if (m := re.search(rf"\b{re.escape(word)}\b", low))]
+    return min(found)[1] if found else attribute.label

@@ -21,6 +21,7 @@ class Candidate:
     tags: list[str] = field(default_factory=list)
     subject: str = ""
     turns: list[int] = field(default_factory=list)   # line numbers in the chunk
+    needs_attribute: bool = False   # kept only if it sets an attribute (.attributes)
 
     def __post_init__(self) -> None:
         if self.type not in MEMORY_TYPES:

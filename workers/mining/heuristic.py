@@ -138,7 +138,8 @@ def _from_statement(statement: Statement) -> Candidate:
     if type_ == "workspace_profile" and not subject:
         type_ = "user_preference"   # only identity facts are profile (recall puts it first)
     return Candidate(type_, statement.text, kind_of(said), "", STATEMENT_CONFIDENCE,
-                     tags_of(statement.text, turn.speaker), subject, [turn.n])
+                     tags_of(statement.text, turn.speaker), subject, [turn.n],
+                     needs_attribute=statement.owned)
 
 
 def heuristic_candidates(chunk: Chunk) -> list[Candidate]:

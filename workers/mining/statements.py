@@ -48,11 +48,20 @@ _REACTION = re.compile(
 _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe)\b")
 
 
+_OWNED = re.compile(r"^the ([a-z]+) (?=(?:is|was|has|had|got|gets|now|just|finally)\b)")
+
+
 @dataclass(frozen=True)
 class Statement:
+    """``owned``: a sentence about "the <thing>" rather than about the speaker ("The cat has
+    been renamed Mochi."), written as the speaker's thing: it is kept only if it sets an
+    attribute (:func:`.attributes.with_attributes`), the one case where such a sentence is
+    surely about the speaker's own."""
+
     text: str         # third person, relative time resolved
     said: str         # the sentence as said
     turn: Turn
+    owned: bool = False
 
 
 def sentences(text: str) -> list[str]:
@@ -120,10 +129,14 @@ def display_name(speaker: str) -> str:
     return "The user" if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
 
 
+def _possessive(name: str) -> str:
+    return name + ("'" if name.endswith("s") else "'s")
+
+
 def third_person(sentence: str, speaker: str) -> str:
     """``sentence`` said by ``speaker``, written about them (see the module doc)."""
     name = display_name(speaker)
-    possessive = name + ("'" if name.endswith("s") else "'s")
+    possessive = _possessive(name)
     tokens = _WORD.findall(sentence.replace("’", "'"))
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
@@ -170,6 +183,7 @@ def statements(turn: Turn) -> list[Statement]:
         return []
     at = clock.from_iso(turn.at)
     groups: list[list[str]] = []
+    owned: set[int] = set()     # groups that start with "the <thing>"
     joined = False       # the last sentence was a disclosure or joined one
     for sentence in sentences(turn.text):
         if is_disclosure(sentence):
@@ -177,13 +191,19 @@ def statements(turn: Turn) -> list[Statement]:
             joined = True
         elif joined and _follows(sentence):
             groups[-1].append(sentence)
+        elif _follows(sentence) and _OWNED.match(_LEAD.sub("", sentence).casefold()):
+            owned.add(len(groups))
+            groups.append([sentence])
+            joined = True
         else:
             joined = False
     out: list[Statement] = []
-    for group in groups:
+    for index, group in enumerate(groups):
         said = " ".join(group)
         parts = [third_person(_LEAD.sub("", s), turn.speaker).rstrip(" .!,;") for s in group]
+        if index in owned:
+            parts[0] = _possessive(display_name(turn.speaker)) + parts[0][3:]
         text = resolve(". ".join(parts), at)
         text = text[0].upper() + text[1:] + "."
-        out.append(Statement(text[:MAX_CHARS], said, turn))
+        out.append(Statement(text[:MAX_CHARS], said, turn, index in owned))
     return out
