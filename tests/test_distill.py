@@ -184,3 +184,49 @@ def test_a_replaced_turn_comes_after_the_current_one_on_a_present_question(
                                          0, 10, head=False).items if i.source == "turn"]
     assert now.index(["r2"]) < now.index(["r1"]), now
     assert before and "r1" in before[0], before
+
+
+def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
+    from workers.mining.attributes import clauses
+
+    assert clauses("Nadia left Stripe on 3 May 2025 and joined a startup called Loomwork.",
+                   "Nadia") == ["Someone left Stripe", "joined a startup called Loomwork.",
+                                "Someone left Stripe and joined a startup called Loomwork."]
+    assert clauses("Nadia lives in Leeds.", "Nadia") == ["Someone lives in Leeds."]
+
+
+@pytest.mark.parametrize(("statement", "section"), [
+    ("Melanie loves camping trips with her family.", "Preferences"),
+    ("It's like a reminder of Caroline's love and support.", None),   # not about a person
+    ("Melanie's kids are so excited about summer break.", "People"),
+    ("Melanie has two kids and a dog.", "People"),
+    ("On 5 July 2023 Melanie took the kids to the museum.", None),      # an event: dated
+    ("Melanie celebrated her daughter's birthday with a concert.", None),  # past tense
+    ("Caroline is going to a transgender conference in July 2023.", "Plans"),
+    ("Caroline will keep ya posted.", None),                          # a plan with no when
+    ("Caroline was so happy and thankful for all the support.", None),
+])
+def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
+        statement: str, section: str | None) -> None:
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import section_for
+
+    memory = Memory("m", "user_preference", statement, "fact", "", 0.7, 1.0, [], "active", [],
+                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
+                    "")
+    assert section_for(memory) == section
+
+
+def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import section_for
+
+    def memory(text: str) -> Memory:
+        return Memory("m", "user_preference", text, "fact", "", 0.7, 1.0, [], "active", [],
+                      "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"],
+                      "heuristic", "")
+
+    names = frozenset({"nate", "joanna", "the"})
+    assert section_for(memory("Nate loves sci-fi movies."), names) == "Preferences"
+    assert section_for(memory("Looks like Nate loves a break."), names) is None
+    assert section_for(memory("Sharing Nate's love for desserts is fun."), names) is None

@@ -51,6 +51,9 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("I sold Curlew and bought Petrel.", "Caroline sold Curlew and bought Petrel."),
     ("I go running and I watch films.", "Caroline goes running and Caroline watches films."),
     ("I don't eat meat.", "Caroline doesn't eat meat."),
+    ("Sam and I split up.", "Sam and Caroline split up."),          # a compound subject
+    ("My wife and I have moved.", "Caroline's wife and Caroline have moved."),
+    ("I mostly write Rust.", "Caroline mostly writes Rust."),         # an adverb in -ly
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected
@@ -65,6 +68,7 @@ def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str
     ("That sounds lovely, I hope it goes well.", False),
     ("Your painting is amazing.", False),              # about the listener
     ("I think so.", False),                            # hedged, no content
+    ("Oh wow, yeah I moved to Leeds.", True),          # a lead of interjections aside
     ("The sunset was unreal.", False),                 # says nothing about the speaker
 ])
 def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:

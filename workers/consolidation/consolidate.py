@@ -43,7 +43,8 @@ from projections.tokens import estimate
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.text import NAMING, PLAN, PREFERENCE, RELATIONSHIP, content_words, grounded, normal
+from ..mining.statements import is_event
+from ..mining.text import content_words, grounded, normal
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 
@@ -56,23 +57,65 @@ ORDER = ["Profile", PEOPLE, "Preferences", "Projects", "Tools", "Workflows", PLA
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
-def section_for(memory: Memory) -> str | None:
+def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | None:
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
-    current value (it has a subject key), a like, a relationship or a plan."""
+    current value (it has a subject key), or says a like, a relationship or a dated plan of
+    the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
+    told in the past tense). ``names``: the home's speakers (casefolded); when given, such
+    a statement must begin with one of them."""
     if memory.source in ("", "user", "agent") or memory.type != "user_preference":
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject:
         return "Preferences" if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else "Profile"
-    if PREFERENCE.search(memory.content):
+    text = memory.content
+    if is_event(text) or (names and _first_word(text) not in names):
+        return None
+    if _LIKES.match(text):
         return "Preferences"
-    if RELATIONSHIP.search(memory.content) or NAMING.search(memory.content):
+    if _KIN.match(text):
         return PEOPLE
-    if PLAN.search(memory.content):
+    if _INTENDS.match(text) and _WHEN.search(text):
         return PLANS
     return None
+
+
+def _first_word(text: str) -> str:
+    first = text.split(maxsplit=1)[0] if text.split() else ""
+    return re.sub(r"(?:'s?|’s?)$", "", first).casefold()
+
+
+def speaker_names(store: ProjectionStore) -> frozenset[str]:
+    """The first names of the home's speakers, casefolded, and "the" (for "The user")."""
+    rows = store.db.execute("SELECT DISTINCT name FROM turns").fetchall()
+    return frozenset({"the"} | {_first_word(r[0]) for r in rows if r[0] and r[0].strip()})
+
+
+# A mined statement joins MEMORY.md when it *says* a like, a relationship or a dated plan
+# of the person it names — the verb right after the subject — not when such a word is
+# anywhere in it ("… so much love and support …": after a night over a LoCoMo conversation
+# that rule put ~75 of its statements in MEMORY.md, most of them a day's feelings).
+_WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|What|Everyone"
+        r"|Everything|Nothing|Something|Seeing|Being|Having|Making)\b)"
+        r"(?:The user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)(?:'s?|’s?)?\s+"
+        r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
+_LIKES = re.compile(_WHO + r"(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
+                    r"|can't stand|can’t stand|is (?:a (?:big |huge )?fan of|allergic|vegetarian"
+                    r"|vegan|into)|favou?rite)\b")
+_KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
+                  r"|brother|mother|father|mom|mum|dad|son|daughter|kids|children|grandma"
+                  r"|grandpa|grandmother|grandfather|best friend|cousin|aunt|uncle|niece"
+                  r"|nephew|dog|cat|pet|puppy|kitten)\b|(?:has|got) (?:a|an|two|three|four"
+                  r"|five|\d+) (?:\w+ )?(?:kids?|children|sons?|daughters?|sisters?|brothers?"
+                  r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
+                  r"|(?:named|called) )")
+_INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
+                      r"|hopes? to|wants? to|is (?:about|due) to)\b")
+_WHEN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September"
+                   r"|October|November|December|tomorrow|next|Monday|Tuesday|Wednesday"
+                   r"|Thursday|Friday|Saturday|Sunday|\d{4})\b")
 
 
 def bullet_of(memory: Memory) -> str:
@@ -206,6 +249,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             section.bullets = kept
             changed.add(section.title)
     said = {normal(bare(b)) for s in sections.values() for b in s.bullets}
+    names = speaker_names(store)
     for _seq, entry_id, _date, content in entries:
         text = " ".join(scrub(content).split())
         if not text or normal(text) in said or normal(text) in stale:
@@ -213,7 +257,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = section_for(memory) if memory else NOTES
+        title = section_for(memory, names) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
         sections.setdefault(title, Section(title)).bullets.append(

@@ -8,7 +8,8 @@ statements about "Someone". A new attribute is one entry here, then
 checkout and writes :data:`WEIGHTS`).
 
 **The classifier** reads MiniLM vectors of a statement's clauses (split at commas,
-semicolons and "and/but/so/because", the person's name replaced by "Someone") and gives
+semicolons and "and/but/so/because", plus the whole statement when it has several; the
+person's name replaced by "Someone") and gives
 each clause a probability per attribute and for *none*: a multinomial logistic regression
 trained on the registry's examples (the attributes) and on the statements mining draws
 from LoCoMo's dev conversations (*none*: a year of two people's lives, where almost nothing
@@ -172,12 +173,15 @@ _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:wee
 
 
 def clauses(statement: str, who: str) -> list[str]:
-    """A statement's clauses of three words or more, ``who`` written as "Someone" and its
-    dates left out (when a thing was said is no part of what it is about)."""
+    """A statement's clauses of three words or more and, when there are several, the whole
+    statement ("Someone left Acme and joined a startup": the second clause alone has no
+    subject); ``who`` written as "Someone" and dates left out (when a thing was said is no
+    part of what it is about)."""
     text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, statement) if who else statement
     text = _DATE.sub("", text)
     parts = [" ".join(p.split()) for p in _SPLIT.split(text)]
-    return [p for p in parts if len(p.split()) >= 3] or [text]
+    kept = [p for p in parts if len(p.split()) >= 3]
+    return kept + [" ".join(text.split())] if len(kept) > 1 else kept or [text]
 
 
 class Classifier:

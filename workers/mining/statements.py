@@ -33,7 +33,9 @@ from .text import GENERIC_SPEAKERS, content_words
 MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
 _CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
-_LEAD = re.compile(r"^(?:and|but|so|also|anyway|oh|well|plus|still|btw|by the way),?\s+",
+_LEAD = re.compile(r"^(?:(?:and|but|so|also|anyway|oh|well|plus|still|btw|by the way|yup|yep"
+                   r"|yeah|yes|ok|okay|wow|hey|hi|ah|aw+|hmm+|um+|haha+|lol|sure|totally"
+                   r"|honestly|actually)[,!]?\s+)+",
                    re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
@@ -72,8 +74,9 @@ def sentences(text: str) -> list[str]:
 
 
 def is_disclosure(sentence: str) -> bool:
-    """Whether a sentence tells something about its speaker (see the module doc)."""
-    low = sentence.casefold().replace("’", "'")
+    """Whether a sentence tells something about its speaker (see the module doc); a lead
+    of interjections ("Oh wow, yeah I moved …") does not count."""
+    low = _LEAD.sub("", sentence.casefold().replace("’", "'"))
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
     if _SECOND_PERSON.search(low) or _REACTION.match(low) or _HEDGE.match(low):
@@ -140,14 +143,16 @@ def third_person(sentence: str, speaker: str) -> str:
     tokens = _WORD.findall(sentence.replace("’", "'"))
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
+    words: list[str] = []    # the words so far, as said
     for token in tokens:
         low = token.lower()
         if token.isspace() or not token[0].isalpha():
             out.append(token)
             continue
+        words.append(token)
         if low in ("i", "we"):
             out.append(name)
-            agree = True
+            agree = not _compound(words[:-1])
             continue
         if low in _CONTRACTED:
             out += [name, " ", _CONTRACTED[low]]
@@ -156,7 +161,7 @@ def third_person(sentence: str, speaker: str) -> str:
             out.append({"name": name, "possessive": possessive}.get(_OBJECT[low], _OBJECT[low]))
             continue
         if agree:
-            if low in _ADVERBS:
+            if low in _ADVERBS or (low.endswith("ly") and len(low) > 4):
                 out.append(token)
                 continue
             out.append(_third_singular(token))
@@ -165,6 +170,14 @@ def third_person(sentence: str, speaker: str) -> str:
         out.append(token)
     text = "".join(out).strip()
     return text[0].upper() + text[1:] if text else text
+
+
+def _compound(before: list[str]) -> bool:
+    """Whether "I" after these words is part of a compound subject, whose verb stays plural:
+    "Sam and I split up", "my wife and I have" — not "I go running and I watch films"."""
+    if len(before) < 2 or before[-1].lower() != "and":
+        return False
+    return before[-2][0].isupper() or (len(before) >= 3 and before[-3].lower() in ("my", "our"))
 
 
 def _follows(sentence: str) -> bool:
@@ -207,3 +220,28 @@ def statements(turn: Turn) -> list[Statement]:
         text = text[0].upper() + text[1:] + "."
         out.append(Statement(text[:MAX_CHARS], said, turn, index in owned))
     return out
+
+
+_DATED = re.compile(r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September"
+                    r"|October|November|December) \d{4}\b|\bin (?:19|20)\d{2}\b")
+_STATE_PAST = frozenset("""named called married interested excited based used tired engaged
+retired obsessed scared allergic divorced adopted located""".split())
+_PERFECT = frozenset("has have had is are 's been".split())
+
+
+def is_event(statement: str) -> bool:
+    """Whether a statement tells of something that happened (a day's journal keeps it)
+    rather than a state that lasts: it has a date ("on 7 May 2023", "in 2022"), or its
+    first verb is in the past tense ("Melanie took the kids to the museum"; "Melanie has
+    got two kids" and "Maya is married" are states)."""
+    if _DATED.search(statement):
+        return True
+    words = re.findall(r"[a-z']+", statement.casefold())[:6]
+    for i, word in enumerate(words):
+        if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
+            return False
+        past = word in _IRREGULAR_PAST or word in ("was", "were") or (
+            word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST)
+        if past:
+            return not (i and words[i - 1] in _PERFECT)
+    return False
