@@ -64,19 +64,23 @@ class Injection:
 
 def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
                     semantic: Semantic | None = None,
-                    pinned: Sequence[RecallItem] = ()) -> Injection:
+                    pinned: Sequence[RecallItem] = (), *,
+                    whole_long_term: bool = True) -> Injection:
     """Recall for ``query`` and render it, never over ``budget`` tokens: recall runs with
     room left for the headers, and trailing items are dropped until the rendered block
     fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md).
     ``pinned`` items (a chat's recent notes) are rendered first in their section and kept
     before any scored item, which never repeats them; the caller keeps them within the
-    budget."""
+    budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
+    query is the last session's words); False: only its lines that answer ``query`` (a
+    question asked outright, as `diarist eval --answer` asks)."""
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
-                                  exclude={i.id for i in pinned}, whole_long_term=True)
+                                  exclude={i.id for i in pinned},
+                                  whole_long_term=whole_long_term)
     # rendered by section, the pinned first in theirs; trailing (scored) items go first
     return _fitted([*pinned, *result.items], budget, render_block)
 

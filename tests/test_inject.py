@@ -48,3 +48,22 @@ def test_tiny_budgets_give_an_empty_or_fitting_block(log: EventLog, store: Proje
     for budget in (0, 5, 20, 40):
         injection = build_injection(store.db, "anything", budget, k=10)
         assert injection.injected_tokens <= budget
+
+
+def test_a_question_asked_outright_gets_the_lines_of_memory_md_that_answer_it(
+        log: EventLog, store: ProjectionStore) -> None:
+    """The chat's start block carries MEMORY.md whole (its query is the last session's
+    words); a question asked outright (`diarist eval --answer`) gets the lines that answer
+    it."""
+    from events.types import LongTermRewritten
+
+    log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n"
+                                 "- Nate loves action and sci-fi movies.\n"
+                                 "- Joanna enjoys dramas and emotionally driven films.\n"),
+               stream="memory")
+    store.catch_up_all()
+    question = "What kind of films does Joanna enjoy, dramas?"
+    whole = build_injection(store.db, question, 400, 5).text
+    asked = build_injection(store.db, question, 400, 5, whole_long_term=False).text
+    assert "Nate loves" in whole and "Joanna enjoys" in whole
+    assert "Nate loves" not in asked and "Joanna enjoys dramas" in asked

@@ -7,7 +7,9 @@ For each conversation: a home (temporary unless one is kept), `import` + `sync`
 - diarist: ``projections.recall.recall`` as ``diarist recall`` runs it — the top k items with
   no budget (k = 5, 10) and every item within a budget (256, 512, 1024 tokens, k unbounded) —
   with the semantic half when the home has vectors; the block the chat would inject
-  (``build_injection`` at ``budget_for(window, budget_pct)`` and ``memory.top_k``);
+  (``build_injection`` at ``budget_for(window, budget_pct)`` and ``memory.top_k``, with
+  MEMORY.md's lines that answer the question rather than the whole file: the question is
+  asked outright);
 - the baseline: plain BM25 over single turns (``projections.turns.search_turns``), cut the
   same ways (the budget filled as recall fills it);
 - the metrics of :mod:`.metrics` for both, and the answers of :mod:`.answer` if asked.
@@ -195,7 +197,7 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
     hits = _baseline(db, q.query)
     theirs: dict[str, Sequence[Any]] = {f"top{k}": hits[:k] for k in KS}
     theirs.update({f"budget{b}": metrics.fill_budget(hits, b) for b in BUDGETS})
-    injection = build_injection(db, q.query, budget, top_k, semantic)
+    injection = build_injection(db, q.query, budget, top_k, semantic, whole_long_term=False)
     record: dict[str, Any] = {
         "id": q.id, "conversation": conv.id, "category": q.category,
         "evidence": len(q.evidence), "stale": len(q.stale),
