@@ -144,7 +144,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for r in [*rows, overall]:
         print(f"| {r['conv']} | {r['sessions']} | {r['observations']} | {r['per_session']} |"
-              f" {r['recall']:.3f} | {r['precision']:.3f} | {r['median_refs']} |"
+              f" {r['recall']:.3f} | {r['precision']:.3f} | {r['median_refs']:g} |"
               f" {r['quotes']:.1%} | {r['seconds']} |")
 
 
