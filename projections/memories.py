@@ -284,15 +284,12 @@ def replaced_refs(db: sqlite3.Connection) -> set[str]:
     """The refs of the turns whose facts a newer one replaced: cited by a superseded memory
     and by no active one (a merge hands its refs to the memory kept, so they stay)."""
     try:
-        rows = db.execute("SELECT status, refs FROM memories WHERE status IN"
-                          " ('superseded', 'active')").fetchall()
+        return {r[0] for r in db.execute(
+            "SELECT j.value FROM memories m, json_each(m.refs) j WHERE m.status = 'superseded'"
+            " EXCEPT SELECT j.value FROM memories m, json_each(m.refs) j"
+            " WHERE m.status = 'active'")}
     except sqlite3.OperationalError:
         return set()
-    old: set[str] = set()
-    kept: set[str] = set()
-    for status, refs in rows:
-        (old if status == "superseded" else kept).update(json.loads(refs or "[]"))
-    return old - kept
 
 
 def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:

@@ -24,6 +24,7 @@ Every earlier MEMORY.md stays in the log: :func:`workers.consolidation.history.v
 """
 from __future__ import annotations
 
+import calendar
 import hashlib
 import re
 import time
@@ -36,7 +37,7 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
 from projections.memories import Memory, get_memory, list_memories
-from projections.relative_time import day_text
+from projections.relative_time import MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
 
@@ -113,9 +114,8 @@ _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc
                   r"|(?:named|called) )")
 _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
                       r"|hopes? to|wants? to|is (?:about|due) to)\b")
-_WHEN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September"
-                   r"|October|November|December|tomorrow|next|Monday|Tuesday|Wednesday"
-                   r"|Thursday|Friday|Saturday|Sunday|\d{4})\b")
+_WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_name)}"
+                   r"|\d{4})\b")
 
 
 def bullet_of(memory: Memory) -> str:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from projections.relative_time import MONTH_NAME
+
 from .candidates import Candidate
 from .text import speaker_key
 
@@ -166,10 +168,8 @@ LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), NONE)
 _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
 
 
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October"
-          r"|November|December)")
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
-                   rf"(?:\d{{1,2}} )?{_MONTH}(?: \d{{4}})?|\s*\bin \d{{4}}\b")
+                   rf"(?:\d{{1,2}} )?{MONTH_NAME}(?: \d{{4}})?|\s*\bin \d{{4}}\b")
 
 
 def clauses(statement: str, who: str) -> list[str]:

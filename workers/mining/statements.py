@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from events import clock
-from projections.relative_time import resolve
+from projections.relative_time import MONTH_NAME, resolve
 
 from .chunks import Turn
 from .text import GENERIC_SPEAKERS, content_words
@@ -222,8 +222,7 @@ def statements(turn: Turn) -> list[Statement]:
     return out
 
 
-_DATED = re.compile(r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September"
-                    r"|October|November|December) \d{4}\b|\bin (?:19|20)\d{2}\b")
+_DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\b")
 _STATE_PAST = frozenset("""named called married interested excited based used tired engaged
 retired obsessed scared allergic divorced adopted located""".split())
 _PERFECT = frozenset("has have had is are 's been".split())
