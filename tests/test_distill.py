@@ -193,6 +193,12 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
                    "Nadia") == ["Someone left Stripe", "joined a startup called Loomwork.",
                                 "Someone left Stripe and joined a startup called Loomwork."]
     assert clauses("Nadia lives in Leeds.", "Nadia") == ["Someone lives in Leeds."]
+    # a month's name is a date only as a word ("Maya", "Marching" are not May, March)
+    assert clauses("Nadia met Maya in May 2024 at the Marching band.", "Nadia") == [
+        "Someone met Maya at the Marching band."]
+    # a possessive of a name in -s is the person's too
+    assert clauses("Lucas' evenings are for chess.", "Lucas") == [
+        "Someone's evenings are for chess."]
 
 
 @pytest.mark.parametrize(("statement", "section"), [

@@ -57,7 +57,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone is based in Leipzig.", "Someone found a flat in Cork and moved in.",
         "Someone's town is Bath.", "Someone is back in Munich for good.",
         "Someone's place is near the harbour in Kiel.", "Someone is moving to Perth next week.",
-        "Someone just bought a house in Bristol.")),
+        "Someone just bought a house in Bristol.",
+        "Someone's flat overlooks the canal in Utrecht.", "Someone moved back to the countryside.",
+        "Someone now rents a cottage in Cornwall.")),
     Attribute("job", "job", (
         "Someone works as a nurse.", "Someone is a software engineer.",
         "Someone got a new job as a teacher.", "Someone's job is driving trucks.",
@@ -67,7 +69,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone has been a paramedic for years.", "Someone is training to be a pilot.",
         "Someone was promoted to head nurse.", "Someone changed careers and is a plumber now.",
         "Someone resigned to work as an electrician.",
-        "Someone is a junior doctor now.", "Someone teaches maths at a secondary school.")),
+        "Someone is a junior doctor now.", "Someone teaches maths at a secondary school.",
+        "Someone retrained and works as a dental hygienist now.",
+        "Someone's day job is in logistics.", "Someone got a position as a lab technician.",
+        "Someone left the café to become a postman.",
+        "Someone earns a living as a freelance illustrator.", "Someone is a firefighter now.")),
     Attribute("employer", "employer", (
         "Someone works at Siemens.", "Someone joined a startup called Brightlane.",
         "Someone's employer is the city council.", "Someone got hired by Google.",
@@ -106,7 +112,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone only drinks oat milk cappuccinos now.", "Someone loves a cold lemonade.",
         "Someone needs a strong coffee to wake up.", "These days Someone orders a mocha.",
         "Someone gave up coffee for herbal tea.", "Someone's morning coffee is a double espresso.",
-        "Someone stopped drinking cola.", "Someone prefers a cortado now.")),
+        "Someone stopped drinking cola.", "Someone prefers a cortado now.",
+        "Someone drinks a matcha latte most mornings.", "Someone's go-to drink is iced coffee.",
+        "Someone switched to decaf.", "Someone has a peppermint tea before bed.")),
     Attribute("food", "favourite food", (
         "Someone's favourite food is sushi.", "Someone's favourite dish is lasagne.",
         "Someone went vegetarian.", "Someone eats porridge for breakfast every day.")),
@@ -118,7 +126,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone spends free time restoring old bikes.", "Someone has been learning salsa.",
         "Someone goes fishing most Sundays.", "Someone has taken up archery.",
         "Someone's favourite pastime is sailing.", "Someone dropped painting and now does yoga.",
-        "Someone's free evenings are for crochet.")),
+        "Someone's free evenings are for crochet.", "Someone picked up knitting this winter.",
+        "Someone is learning the guitar in the evenings.",
+        "Someone's weekends now go to kayaking.", "Someone has started doing jigsaw puzzles.",
+        "Someone joined a choir and sings every Tuesday.", "Someone plays the piano for fun.")),
     Attribute("sport", "sport", (
         "Someone plays tennis.", "Someone runs marathons.", "Someone swims every week.",
         "Someone switched from football to basketball.", "Someone's sport is cycling.",
@@ -169,7 +180,7 @@ _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNOREC
 
 
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
-                   rf"(?:\d{{1,2}} )?{MONTH_NAME}(?: \d{{4}})?|\s*\bin \d{{4}}\b")
+                   rf"(?:\d{{1,2}} )?{MONTH_NAME}\b(?: \d{{4}})?|\s*\bin \d{{4}}\b")
 
 
 def clauses(statement: str, who: str) -> list[str]:
@@ -177,7 +188,10 @@ def clauses(statement: str, who: str) -> list[str]:
     statement ("Someone left Acme and joined a startup": the second clause alone has no
     subject); ``who`` written as "Someone" and dates left out (when a thing was said is no
     part of what it is about)."""
-    text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, statement) if who else statement
+    text = statement
+    if who:  # "Lucas' evenings" → "Someone's evenings"
+        text = re.sub(rf"\b{re.escape(who)}'(?!\w)", f"{SOMEONE}'s", text)
+        text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, text)
     text = _DATE.sub("", text)
     parts = [" ".join(p.split()) for p in _SPLIT.split(text)]
     kept = [p for p in parts if len(p.split()) >= 3]
