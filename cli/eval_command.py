@@ -47,8 +47,9 @@ def _bar(total: int, label: str) -> Iterator[Progress]:
 @click.option("--no-embed", is_flag=True, envvar="DIARIST_NO_EMBED", show_envvar=True,
               help="Lexical recall only: no embedding model, no relevancy.")
 @click.option("--answer", is_flag=True,
-              help="Ask the configured model (config `llm:`) each question three ways: with "
-                   "memory, without, with recent history.")
+              help="Ask the configured model (config `llm:`) each question four ways: with "
+                   "memory, with the question's evidence turns in the same budget (the "
+                   "ceiling), without, with recent history.")
 @click.option("--backend", type=click.Choice(["ollama", "openai", "scripted"]),
               help="LLM backend for --answer (default: the config's).")
 @click.option("--model", help="Model for --answer (default: the config's, else the server's).")

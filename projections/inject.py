@@ -7,18 +7,21 @@ text a 2B model can parse (docs/architecture.md, "The injected block").
     [project facts]
     - build: hatch
     [knowledge]
-    - (2024-03-01) Ann: I adopted a greyhound …
+    - (1 March 2024) Ann: I adopted a greyhound yesterday [29 February 2024] …
 
 The whole block — headers included — fits the budget: ``budget_pct`` of the model's context
 window, 512 tokens when the window is unknown.
 """
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
+from .relative_time import annotate, day_text
+from .search import turns_by_ref
 from .tokens import estimate
 
 HEADER = "[memory context]"
@@ -38,8 +41,14 @@ def budget_for(context_window: int | None, budget_pct: float) -> int:
 
 
 def _line(item: RecallItem) -> str:
-    when = f"({item.at[:10]}) " if item.at and item.source in ("turn", "journal") else ""
-    lines = item.content.strip().splitlines() or [""]
+    """``- (7 May 2023) Ann: I went yesterday [6 May 2023] …``: a turn or a journal line
+    with its day, and its relative time (:func:`.relative_time.annotate`) dated from it."""
+    content = item.content.strip()
+    when = ""
+    if item.at and item.source in ("turn", "journal"):
+        day = dt.date.fromisoformat(item.at[:10])
+        when, content = f"({day_text(day)}) ", annotate(content, day)
+    lines = content.splitlines() or [""]
     return "- " + when + lines[0] + "".join(f"\n  {rest}" for rest in lines[1:])
 
 
@@ -83,6 +92,15 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
                                   whole_long_term=whole_long_term)
     # rendered by section, the pinned first in theirs; trailing (scored) items go first
     return _fitted([*pinned, *result.items], budget, render_block)
+
+
+def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int) -> Injection:
+    """The turns ``refs`` name, as :func:`build_injection` would render them were recall to
+    find exactly those, in log order and within the same ``budget`` (trailing ones dropped):
+    the ceiling `diarist eval --answer` compares memory with."""
+    items = [RecallItem("turn", hit.id, hit.content, 1.0, estimate(hit.content), hit.at,
+                        hit.refs) for hit in turns_by_ref(db, refs)]
+    return _fitted(items, budget, render_block)
 
 
 NOTE_HEADER = "[memory note]"

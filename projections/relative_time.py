@@ -106,5 +106,18 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
                     for i, part in enumerate(text.split("`")))
 
 
+def annotate(text: str, at: dt.datetime | dt.date) -> str:
+    """``text`` as said, each relative time expression followed by the date it means in
+    brackets ("I went yesterday [7 May 2023]"): what a model reads beside the words, so it
+    need not do the arithmetic from the item's date itself."""
+    day = at.date() if isinstance(at, dt.datetime) else at
+
+    def bracket(match: re.Match[str]) -> str:
+        return f"{match.group(0)} [{_phrase(match, day).split(' ', 1)[1]}]"
+
+    return "`".join(part if i % 2 else _PATTERN.sub(bracket, part)
+                    for i, part in enumerate(text.split("`")))
+
+
 _PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
                            "in", "of", "for", "around", "during", "through"})

@@ -238,3 +238,14 @@ def items_by_key(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Hit]:
         f"SELECT {HIT_COLUMNS}, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
         f" WHERE i.key IN ({','.join('?' * len(keys))})", list(keys)).fetchall()
     return {r[0]: Hit(*r) for r in rows}
+
+
+def turns_by_ref(db: sqlite3.Connection, refs: Sequence[str]) -> list[Hit]:
+    """The indexed turns whose refs include any of ``refs``, in log order."""
+    if not refs:
+        return []
+    rows = db.execute(
+        f"SELECT {HIT_COLUMNS}, 0.0 FROM search_items i JOIN search_fts f ON f.rowid = i.rowid"
+        " WHERE i.source = 'turn' AND EXISTS (SELECT 1 FROM json_each(i.refs) r"
+        f" WHERE r.value IN ({','.join('?' * len(refs))})) ORDER BY i.seq", list(refs)).fetchall()
+    return [Hit(*r) for r in rows]

@@ -1,5 +1,5 @@
 """`diarist eval --answer` with the scripted backend (the same SSE parser as a real server):
-the three prompts, scoring, the summary with paired intervals, and the cache that makes an
+the four prompts, scoring, the summary with paired intervals, and the cache that makes an
 interrupted run resume."""
 from __future__ import annotations
 
@@ -25,18 +25,20 @@ from .conftest import rules, run
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 
 
-def test_the_three_prompts() -> None:
+def test_the_four_prompts() -> None:
     data = generate(2, people=1, sessions=6)
     conv = data.conversations[0]
     q = conv.questions[0]
     block = "[memory context]\n[knowledge]\n- (2024-03-01) Maya: a fact"
-    asked = prompts(conv, q, block, window=1024, max_tokens=32)
-    for mode in ("memory", "none", "recent"):
+    evidence = "[memory context]\n[knowledge]\n- (1 March 2024) Maya: the evidence"
+    asked = prompts(conv, q, block, window=1024, max_tokens=32, evidence_block=evidence)
+    for mode in ("memory", "evidence", "none", "recent"):
         system, user = asked[mode]
         assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT)
         assert user == {"role": "user", "content": user["content"]}
         assert user["content"].startswith(q.query)
     assert asked["memory"][0]["content"].endswith(block)
+    assert asked["evidence"][0]["content"] == f"{SYSTEM_PROMPT}\n\n{evidence}"
     assert asked["none"][0]["content"] == SYSTEM_PROMPT
     recent = asked["recent"][0]["content"]
     assert RECENT_HEADER in recent
@@ -55,31 +57,36 @@ def _script(tmp_path: Path) -> Path:
                  {"reply": "I do not know."})
 
 
-def test_answer_run_scores_three_ways_and_resumes_from_the_cache(tmp_path: Path) -> None:
+def test_answer_run_scores_four_ways_and_resumes_from_the_cache(tmp_path: Path) -> None:
     script, cache = _script(tmp_path), tmp_path / "answers.jsonl"
     args = ["eval", str(FIXTURES / "layout"), "--answer", "--backend", "scripted",
             "--script", str(script), "--cache", str(cache), "--json"]
     first = run(*args)
     report = json.loads(first.stdout)
-    assert "(6 replies asked, 0 from the cache" in first.stderr
+    assert "(8 replies asked, 0 from the cache" in first.stderr
     q1, q2 = report["questions"]
-    assert set(q1["answers"]) == {"memory", "none", "recent"}
+    assert set(q1["answers"]) == {"memory", "evidence", "none", "recent"}
     assert q1["answers"]["memory"]["reply"] == "Ann teaches chemistry now."
     assert q1["answers"]["memory"]["f1"] == pytest.approx(2 * (1 / 4 * 1 / 2) / (1 / 4 + 1 / 2))
     assert q1["answers"]["memory"]["contains"] == 0.0   # "chemistry teacher" is not said
     assert q2["answers"]["none"]["f1"] == 1.0 and q2["answers"]["none"]["contains"] == 1.0
     assert q1["answers"]["memory"]["prompt_tokens"] > q1["answers"]["none"]["prompt_tokens"]
     answers = report["summary"]["overall"]["answers"]
-    assert set(answers["f1"]) == {"memory", "none", "recent", "memory-none", "memory-recent"}
+    assert set(answers["f1"]) == {"memory", "evidence", "none", "recent", "memory-evidence",
+                                  "memory-none", "memory-recent"}
+    evidence, memory = (answers["contains"][m]["mean"] for m in ("evidence", "memory"))
+    assert answers["of_ceiling"]["contains"] == (round(memory / evidence, 3) if evidence
+                                                 else None)
     assert answers["f1"]["memory-none"]["mean"] == pytest.approx(0.0)
-    assert len(cache.read_text().splitlines()) == 6
+    assert len(cache.read_text().splitlines()) == 8
     # again: every reply comes from the cache, the figures are the same
     second = run(*args)
-    assert "(0 replies asked, 6 from the cache" in second.stderr
+    assert "(0 replies asked, 8 from the cache" in second.stderr
     assert json.loads(second.stdout)["summary"] == report["summary"]
     # the table and the report show the answers
     table = run(*args[:-1]).stdout
     assert "with diarist's memory" in table and "gain over no memory" in table
+    assert "(ceiling)" in table and "memory / evidence: F1" in table
     # --report draws the answers chart beside the recall chart, and reports the gains
     pytest.importorskip("matplotlib")
     run(*args[:-1], "--report", str(tmp_path / "r"))
@@ -111,13 +118,13 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
         return run_eval(data, EvalOptions(embed=False, answerer=answerer), Config())
 
     with pytest.raises(KeyboardInterrupt):
-        run_with(_Interrupting(_script(tmp_path), at=5))
-    assert len(cache.read_text().splitlines()) == 4   # the four replies before the interrupt
+        run_with(_Interrupting(_script(tmp_path), at=7))
+    assert len(cache.read_text().splitlines()) == 6   # the six replies before the interrupt
     resumed = _Interrupting(_script(tmp_path), at=None)
     report = run_with(resumed)
     assert resumed.calls == 2                          # only what was missing is asked
     assert len(report.questions) == 2
-    assert sum(a["cached"] for r in report.questions for a in r["answers"].values()) == 4
+    assert sum(a["cached"] for r in report.questions for a in r["answers"].values()) == 6
 
 
 def test_a_torn_last_cache_line_is_ignored(tmp_path: Path) -> None:
@@ -176,4 +183,27 @@ def test_the_terminal_shows_a_bar_with_an_eta_and_ctrl_c_resumes(tmp_path: Path)
     done = re.search(r"\((\d+) replies asked, (\d+) from the cache", again.stderr)
     assert done, again.stderr
     asked, reused = int(done.group(1)), int(done.group(2))
-    assert reused == asked_before and asked + reused == 3 * questions
+    assert reused == asked_before and asked + reused == 4 * questions
+
+
+def test_the_chat_and_eval_ask_with_the_same_system_prompt(home: Any, stores: Any,
+                                                           tmp_path: Path) -> None:
+    """The memory way of `eval --answer` is what the chat sends for the same block: one
+    helper (``system_prompt``) builds both."""
+    from events.types import ProfileSet
+    from workers.chat.session import ChatSession, system_prompt
+
+    log, store = stores
+    log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
+    store.catch_up_all()
+    session = ChatSession(home, log, store, ScriptedBackend(_script(tmp_path)), Config())
+    session.start()
+    block = session.memory_block
+    assert "- name: Ann" in block
+    chat_system = session.messages(tools=False)[0]
+    data = generate(2, people=1, sessions=6)
+    conv = data.conversations[0]
+    asked = prompts(conv, conv.questions[0], block, window=2048, max_tokens=32)
+    assert asked["memory"][0] == chat_system == {"role": "system",
+                                                 "content": system_prompt(block)}
+    session.end()

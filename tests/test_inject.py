@@ -67,3 +67,30 @@ def test_a_question_asked_outright_gets_the_lines_of_memory_md_that_answer_it(
     asked = build_injection(store.db, question, 400, 5, whole_long_term=False).text
     assert "Nate loves" in whole and "Joanna enjoys" in whole
     assert "Nate loves" not in asked and "Joanna enjoys dramas" in asked
+
+
+def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_budget(
+        log: EventLog, store: ProjectionStore) -> None:
+    """`eval --answer`'s ceiling: exactly the evidence turns, rendered as recall's turns are
+    (dated, relative time dated beside the words), in log order, within the same budget."""
+    import datetime as dt
+
+    from events.log import NewEvent
+    from projections.inject import build_evidence
+
+    said = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)
+    log.append_many([NewEvent("s", UserTurn(session="s", text=text, name="Caroline"),
+                              occurred_at=said + dt.timedelta(minutes=i), ref=f"c:{i}")
+                     for i, text in enumerate([
+                         "I went to a support group yesterday.", "Painting calms me.",
+                         "We go camping next month, near the lake."] * 20)])
+    store.catch_up_all()
+    block = build_evidence(store.db, ["c:2", "c:0"], budget=512)
+    assert block.text.splitlines() == [
+        "[memory context]", "[knowledge]",
+        "- (8 May 2023) Caroline: I went to a support group yesterday [7 May 2023].",
+        "- (8 May 2023) Caroline: We go camping next month [June 2023], near the lake."]
+    assert block.injected_tokens == estimate(block.text)
+    many = build_evidence(store.db, [f"c:{i}" for i in range(60)], budget=120)
+    assert 0 < many.injected_tokens <= 120 and len(many.items) < 60
+    assert build_evidence(store.db, [], budget=512).text == ""

@@ -61,6 +61,15 @@ from .tools import (
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
                  "Use the memory context below when it is relevant; do not repeat it verbatim.")
+
+
+def system_prompt(memory_block: str, tool_prompt: str = "") -> str:
+    """The system message: the instruction, the tool prompt if any, the memory block; the
+    chat and `diarist eval --answer` both ask with it."""
+    return SYSTEM_PROMPT + (f" {tool_prompt}" if tool_prompt else "") + \
+        (f"\n\n{memory_block}" if memory_block else "")
+
+
 # The summariser prompt of the seed design: ≤150 tokens of what must survive.
 SUMMARY_PROMPT = ("Summarise the conversation below in at most 150 tokens, for your own later "
                   "use. Keep: decisions made, files changed, errors resolved, and context the "
@@ -210,8 +219,7 @@ class ChatSession:
     def messages(self, *, tools: bool = True) -> list[dict]:
         """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
-        system = SYSTEM_PROMPT + (f" {tool_prompt}" if self.tools and tools else "") + \
-            (f"\n\n{self.memory_block}" if self.memory_block else "")
+        system = system_prompt(self.memory_block, tool_prompt if self.tools and tools else "")
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
 

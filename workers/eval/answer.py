@@ -1,14 +1,17 @@
-"""`diarist eval --answer`: the model answers each question three ways, and is scored.
+"""`diarist eval --answer`: the model answers each question four ways, and is scored.
 
 - **memory**: the system prompt the chat builds — its own instruction plus the memory block
   diarist injects for the question (``build_injection`` within ``budget_pct`` of the window);
+- **evidence**: the ceiling — the same prompt with, instead of what recall found, the
+  question's own evidence turns in the same form and within the same budget
+  (``build_evidence``): what the model does with exactly the right memory;
 - **none**: the same system prompt with no memory at all;
 - **recent**: the same system prompt with, instead of memory, the most recent raw turns of
   the conversation that fit what the window leaves (what a chat that keeps its history but
   has no memory would have seen).
 
 Each time the user message is the question and one short instruction (the same for all
-three), sent with ``temperature`` 0 and a small ``max_tokens``. Replies are scored with
+four), sent with ``temperature`` 0 and a small ``max_tokens``. Replies are scored with
 LoCoMo's token F1 and exact containment (:mod:`.metrics`). Every reply is cached in a JSON
 lines file keyed by the model and the exact request, written (and fsynced) as soon as it
 arrives, so an interrupted run resumes where it stopped and a changed prompt is asked anew.
@@ -25,14 +28,14 @@ from typing import Any
 from events.jsonl import jsonl_lines
 from projections.tokens import estimate
 
-from ..chat.session import SYSTEM_PROMPT
+from ..chat.session import SYSTEM_PROMPT, system_prompt
 from ..llm import Backend
 from . import metrics
 from .dataset import Conversation, Question
 from .stats import bootstrap_ci, paired_ci
 
-MODES = ("memory", "none", "recent")
-BASELINES = ("none", "recent")
+MODES = ("memory", "evidence", "none", "recent")
+BASELINES = ("evidence", "none", "recent")
 INSTRUCTION = "Answer in a few words, using what you know about our past conversations."
 RECENT_HEADER = "[recent conversation]"
 DEFAULT_MAX_TOKENS = 32
@@ -105,27 +108,26 @@ def recent_history(conv: Conversation, q: Question, tokens: int) -> str:
 
 
 def prompts(conv: Conversation, q: Question, memory_block: str, window: int,
-            max_tokens: int) -> dict[str, list[dict]]:
-    """The three requests for a question (see the module doc)."""
+            max_tokens: int, evidence_block: str = "") -> dict[str, list[dict]]:
+    """The four requests for a question (see the module doc)."""
     user = user_message(q)
 
     def with_system(extra: str) -> list[dict]:
-        system = SYSTEM_PROMPT + (f"\n\n{extra}" if extra else "")
-        return [{"role": "system", "content": system}, user]
+        return [{"role": "system", "content": system_prompt(extra)}, user]
 
     fixed = estimate(SYSTEM_PROMPT) + estimate(user["content"]) + max_tokens + PROMPT_MARGIN
-    return {"memory": with_system(memory_block), "none": with_system(""),
+    return {"memory": with_system(memory_block), "evidence": with_system(evidence_block),
+            "none": with_system(""),
             "recent": with_system(recent_history(conv, q, max(window - fixed, 0)))}
 
 
 def memory_prompt_tokens(q: Question, memory_block: str) -> int:
     """The estimated tokens of the memory request (system prompt, block, question)."""
-    system = SYSTEM_PROMPT + (f"\n\n{memory_block}" if memory_block else "")
-    return estimate(system) + estimate(user_message(q)["content"])
+    return estimate(system_prompt(memory_block)) + estimate(user_message(q)["content"])
 
 
 class Answerer:
-    """Asks ``backend`` (any of :mod:`workers.llm`) the three ways and scores the replies."""
+    """Asks ``backend`` (any of :mod:`workers.llm`) the four ways and scores the replies."""
 
     def __init__(self, backend: Backend, cache: AnswerCache, *, window: int | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
@@ -150,8 +152,10 @@ class Answerer:
         self.asked += 1
         return {**entry, "key": key, "cached": False}
 
-    def answer(self, conv: Conversation, q: Question, memory_block: str) -> dict[str, Any]:
-        requests = prompts(conv, q, memory_block, self.window, self.max_tokens)
+    def answer(self, conv: Conversation, q: Question, memory_block: str,
+               evidence_block: str = "") -> dict[str, Any]:
+        requests = prompts(conv, q, memory_block, self.window, self.max_tokens,
+                           evidence_block)
         answers: dict[str, Any] = {}
         for mode in MODES:
             got = self._ask(requests[mode])
@@ -169,14 +173,24 @@ class Answerer:
 
 
 def summarise_answers(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
-    """F1 and containment per mode with intervals, and memory − each baseline (paired)."""
+    """F1 and containment per mode with intervals, memory − each other way (paired), and
+    memory's share of the evidence way's (``of_ceiling``)."""
     out: dict[str, Any] = {}
     for score in ("f1", "contains"):
         values = {m: [r["answers"][m][score] for r in records] for m in MODES}
         out[score] = {m: _json(bootstrap_ci(values[m], seed=seed)) for m in MODES}
         out[score].update({f"memory-{b}": _json(paired_ci(values["memory"], values[b], seed=seed))
                            for b in BASELINES})
+    # the share of the ceiling memory reaches: memory's mean over the evidence way's
+    out["of_ceiling"] = {score: (round(_mean(records, "memory", score)
+                                       / _mean(records, "evidence", score), 3)
+                                 if _mean(records, "evidence", score) else None)
+                         for score in ("f1", "contains")}
     return out
+
+
+def _mean(records: Sequence[dict[str, Any]], mode: str, score: str) -> float:
+    return sum(r["answers"][mode][score] for r in records) / len(records) if records else 0.0
 
 
 def _json(found: Any) -> dict[str, Any] | None:

@@ -62,7 +62,8 @@ def recall_chart(data: dict[str, Any], path: Path) -> Path:
 def answers_chart(data: dict[str, Any], path: Path) -> Path:
     plt = pyplot()
     answers = data["summary"]["overall"]["answers"]
-    modes = [("memory", "diarist memory"), ("none", "no memory"), ("recent", "recent history")]
+    modes = [("memory", "diarist memory"), ("evidence", "evidence (ceiling)"),
+             ("none", "no memory"), ("recent", "recent history")]
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
     width = 0.38
     for offset, (score, label) in ((-width / 2, ("f1", "token F1")),

@@ -19,7 +19,8 @@ ROWS = (
     ("recency", "recency: newest above stale"),
     ("relevancy", "relevancy: mean cosine"),
 )
-MODES = (("memory", "with diarist's memory"), ("none", "no memory"),
+MODES = (("memory", "with diarist's memory"),
+         ("evidence", "the evidence turns, same budget (ceiling)"), ("none", "no memory"),
          ("recent", "recent history, same window"))
 
 
@@ -84,7 +85,14 @@ def _answer_lines(block: dict[str, Any]) -> list[str]:
     rows += [(f"gain over {label}", _ci(answers["f1"][f"memory-{mode}"], signed=True),
               _ci(answers["contains"][f"memory-{mode}"], signed=True))
              for mode, label in MODES[1:]]
-    return _table(rows, ("answers", "F1 [95% CI]", "contains answer [95% CI]"))
+    return [*_table(rows, ("answers", "F1 [95% CI]", "contains answer [95% CI]")),
+            _ceiling_line(answers)]
+
+
+def _ceiling_line(answers: dict[str, Any]) -> str:
+    share = answers.get("of_ceiling") or {}
+    shown = [f"{share[k]:.2f}×" if share.get(k) is not None else "—" for k in ("f1", "contains")]
+    return f"memory / evidence: F1 {shown[0]}, contains {shown[1]}"
 
 
 def _by_category(data: dict[str, Any]) -> list[str]:
@@ -104,7 +112,7 @@ def _by_category(data: dict[str, Any]) -> list[str]:
         return []
     header: tuple[str, ...] = ("by category", "diarist top-10 / 512", "BM25 top-10 / 512")
     if len(rows[0]) == 4:
-        header += ("F1 memory / none / recent",)
+        header += ("F1 memory / evidence / none / recent",)
     return _table(rows, header)
 
 
@@ -151,8 +159,8 @@ def _category_markdown(data: dict[str, Any]) -> list[str]:
     columns: list[tuple[str, Any]] = [
         (label, lambda b, s=system, k=key: b[s][k]) for system, key, label in CATEGORY_COLUMNS]
     columns += [(f"F1 {label}", lambda b, m=mode: (b.get("answers") or {}).get("f1", {}).get(m))
-                for mode, label in (("memory", "memory"), ("none", "no memory"),
-                                    ("recent", "recent history"))]
+                for mode, label in (("memory", "memory"), ("evidence", "evidence"),
+                                    ("none", "no memory"), ("recent", "recent history"))]
     columns = [(label, get) for label, get in columns if any(get(b) for b in blocks.values())]
     rows = [(f"{name} (n={block['questions']})", *(_ci(get(block)) for _, get in columns))
             for name, block in blocks.items()]
@@ -177,6 +185,7 @@ def markdown(data: dict[str, Any], charts: list[Path]) -> str:
                  for m, label in MODES[1:]]
         out += ["", "## Answers", ""]
         out += _markdown_table(rows, ("", "F1", "contains the answer"))
+        out += ["", f"Of the ceiling ({_ceiling_line(answers)})."]
     category = _category_markdown(data)
     if category:
         out += ["", "## By category", "", "Means with 95 % bootstrap intervals over the "

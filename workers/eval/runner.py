@@ -34,7 +34,7 @@ from events import EventLog, Home
 from events.config import Config
 from projections import open_store
 from projections.embedding import active_embedder, release_embedders
-from projections.inject import budget_for, build_injection
+from projections.inject import budget_for, build_evidence, build_injection
 from projections.recall import RecallItem, recall
 from projections.semantic import semantic_searcher
 from projections.tokens import estimate
@@ -211,7 +211,8 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
         "recalled_refs": [list(i.refs) for i in ours["top10"]],
     }
     if answerer is not None:
-        record.update(answerer.answer(conv, q, injection.text))
+        evidence = build_evidence(db, q.evidence, budget)
+        record.update(answerer.answer(conv, q, injection.text, evidence.text))
     else:
         record["prompt_tokens"] = memory_prompt_tokens(q, injection.text)
     record["memory_share"] = metrics.share(record["memory_tokens"], record["prompt_tokens"])

@@ -1,0 +1,39 @@
+"""Relative time made absolute from when the words were said, never from the clock: the
+same turn reads the same on any day it is read (frozen far from it here)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from freezegun import freeze_time
+
+from projections.relative_time import annotate, resolve
+
+SUNDAY = dt.datetime(2023, 12, 31, 22, tzinfo=dt.UTC)
+
+
+@freeze_time("2031-07-04 12:00:00")
+@pytest.mark.parametrize(("said", "at", "expected"), [
+    ("I went to a support group yesterday.", dt.date(2023, 5, 8),
+     "I went to a support group yesterday [7 May 2023]."),
+    # across the end of a month (a leap year) and of a year
+    ("yesterday", dt.date(2024, 3, 1), "yesterday [29 February 2024]"),
+    ("tomorrow", SUNDAY, "tomorrow [1 January 2024]"),
+    ("We start next month", SUNDAY, "We start next month [January 2024]"),
+    ("last Saturday", dt.date(2024, 1, 2), "last Saturday [30 December 2023]"),
+    ("two weeks ago", dt.date(2024, 1, 3), "two weeks ago [20 December 2023]"),
+    ("three months ago", dt.date(2024, 2, 10), "three months ago [November 2023]"),
+    ("last year", dt.date(2024, 1, 1), "last year [2023]"),
+    ("next week", SUNDAY, "next week [the week of 1 January 2024]"),
+    ("run `diarist today`", dt.date(2024, 1, 1), "run `diarist today`"),   # code is no time
+    ("the weekly meeting", SUNDAY, "the weekly meeting"),                 # nothing relative
+])
+def test_annotate_keeps_the_words_and_adds_the_date(said: str, at: dt.date,
+                                                    expected: str) -> None:
+    assert annotate(said, at) == expected
+
+
+@freeze_time("2031-07-04 12:00:00")
+def test_resolution_reads_the_turn_time_not_the_clock() -> None:
+    assert resolve("I moved last month", SUNDAY) == "I moved in November 2023"
+    assert dt.date.today() == dt.date(2031, 7, 4)   # the clock is elsewhere
