@@ -36,7 +36,8 @@ from .stats import bootstrap_ci, paired_ci
 
 MODES = ("memory", "evidence", "none", "recent")
 BASELINES = ("evidence", "none", "recent")
-INSTRUCTION = "Answer in a few words, using what you know about our past conversations."
+INSTRUCTION = ("From what you know about our past conversations: reply with just the answer, "
+               "as briefly as you can.")
 RECENT_HEADER = "[recent conversation]"
 DEFAULT_MAX_TOKENS = 32
 PROMPT_MARGIN = 16     # tokens kept free in the window besides the reply
