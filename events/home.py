@@ -101,8 +101,10 @@ def _quick_look(home: Home) -> bool:
 def tighten(home: Home) -> int:
     """Take every permission of the group and others off everything under the home (a
     0755 folder becomes 0700, a 0644 file 0600; symbolic links are left alone, never
-    followed); returns how many were changed. Cheap when nothing is loose."""
-    if not home.root.is_dir() or not _quick_look(home):
+    followed); returns how many were changed. Cheap when nothing is loose. A folder
+    without a log is not a diarist home and is never touched: ``./var`` in ``/`` is the
+    system's ``/var``."""
+    if not home.events_db.is_file() or not _quick_look(home):
         return 0
     changed = 0
     for folder, dirs, files in os.walk(home.root):

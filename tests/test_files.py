@@ -212,3 +212,20 @@ def test_an_existing_home_is_tightened_once_with_a_note(home: Home, tmp_path: Pa
                            env=subprocess_env(home), capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "private" not in again.stderr
 
+
+
+def test_a_folder_without_a_log_is_never_tightened(tmp_path: Path) -> None:
+    """`diarist status` run in / would take /var for its home: a folder diarist did not make
+    (no events.db) keeps its modes, whatever is in it."""
+    root = tmp_path / "var"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "file").write_text("x")
+    for path in (root, root / "lib"):
+        os.chmod(path, 0o755)
+    os.chmod(root / "lib" / "file", 0o644)
+    done = subprocess.run([sys.executable, "-c", "from cli.main import main; main()", "status"],
+                          env=dict(os.environ, DIARIST_HOME=str(root)), capture_output=True,
+                          text=True, timeout=60)
+    assert "private to you" not in done.stderr, done.stderr
+    found = modes(root)
+    assert (found["."], found["lib"], found["lib/file"]) == (0o755, 0o755, 0o644), found
