@@ -21,22 +21,40 @@ from .output import echo
 @home_option
 @friendly_errors
 def import_(file: Path) -> None:
-    """Import a transcript (JSONL, one turn a line) into the event log.
+    """Import a transcript or a chat export into the event log.
 
-    FILE `-` reads the transcript from standard input. Idempotent by each turn's `ref`:
-    importing the same file twice appends nothing. All or nothing: one malformed line fails
-    the whole import with `file:line: what is wrong`, and so does a ref already in the log
-    for a different turn.
+    FILE is diarist's transcript (JSONL, one turn a line; `-` reads standard input), a
+    ChatGPT data export (its .zip, or the conversations.json in it), a Claude data export
+    (conversations.json, or its .zip) or an Open WebUI chat export (.json) — told apart by
+    their content. Each conversation becomes a session with its title; only the branch kept
+    and the messages shown in the chat are imported (system, tool and hidden ones are left
+    out). Idempotent by each turn's ref (an export's message ids): importing the same file
+    twice appends nothing, and a newer export appends only what is new. All or nothing: a
+    malformed line or conversation fails the whole import, saying what is wrong, and so
+    does a transcript's ref already in the log for a different turn.
     """
     from workers.transcripts import import_transcript
 
     result = import_transcript(current_home(create=True), file)
-    logger.info("import.done", file=str(file), appended=result.appended, skipped=result.skipped)
+    logger.info("import.done", file=str(file), format=result.format, appended=result.appended,
+                skipped=result.skipped)
     source = "standard input" if str(file) == "-" else file
+    kind = "" if result.format == "transcript" else f" ({result.label})"
     echo(
-        f"Imported {source}: {result.turns} turns in {result.sessions} sessions; "
+        f"Imported {source}{kind}: {result.turns} turns in {result.sessions} sessions; "
         f"{result.appended} events appended, {result.skipped} already in the log."
     )
+    if result.left_out:
+        echo(f"Left out: {'; '.join(result.left_out)}.")
+    if result.kept:
+        shown = result.kept[:SHOWN_KEPT]
+        more = len(result.kept) - len(shown)
+        echo(f"Warning: {len(result.kept)} message(s) changed since they were first imported; "
+             "the log keeps them as they were (`diarist redact` masks a stored text):\n"
+             + "\n".join(shown) + (f"\n… and {more:,} more" if more else ""), err=True)
+
+
+SHOWN_KEPT = 5  # changed messages named in full after an import
 
 
 @click.command()

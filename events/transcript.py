@@ -2,12 +2,17 @@
 
 One turn a line: ``{"session", "at", "role", "name", "text", "ref"}`` (docs/architecture.md).
 An import is validated whole before anything is appended, then appended in one transaction:
-all or nothing. Each turn's idempotency key is its ``ref``, each session's start and end are keyed
-by the session id, so importing the same file twice appends nothing the second time. A ref
-names one turn: a ref already in the log for a *different* turn (other text, session, role,
-name or time) fails the import — checked under the write lock, so two imports racing cannot
-slip one past the other. Every line is checked and every problem counted; the first
-:data:`events.problems.SHOWN` are shown. ``-`` reads the transcript from standard input.
+all or nothing. Each turn's idempotency key is its ``ref``, each session's start is keyed by
+the session id, so importing the same file twice appends nothing the second time. A session's
+end is keyed by its last new turn's ref: a later file that continues a session already in the
+log appends the new turns and a new end after them (nothing new: no end). A ref names one
+turn: a ref already in the log for a *different* turn (other text, session, role, name or
+time) fails the import — checked under the write lock, so two imports racing cannot slip one
+past the other (a chat export, whose message ids diarist cannot change, keeps the first
+import's turn instead: ``changed="keep"``). Every line is checked and every problem counted;
+the first :data:`events.problems.SHOWN` are shown. ``-`` reads the transcript from standard
+input. The chat exports diarist also reads (ChatGPT, Claude, Open WebUI) are turned into
+:class:`Turn` lists by ``workers/imports/`` and appended here too.
 """
 from __future__ import annotations
 
@@ -18,10 +23,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from . import clock
-from .errors import ImportFailed
+from .errors import ConcurrencyError, ImportFailed
 from .ids import new_ulid
 from .jsonl import Source, decode_lines
 from .log import EventLog, NewEvent, RecordedEvent
@@ -46,6 +51,11 @@ class Turn:
     text: str
     ref: str
     line: int
+    origin: str = ""   # where it is in a file without lines (a chat export), for messages
+
+    def where(self, name: str) -> str:
+        """``file:line``, or ``file: conversation 3, message 'id'`` for an export's turn."""
+        return f"{name}: {self.origin}" if self.origin else f"{name}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,16 @@ class ImportResult:
     sessions: int
     appended: int
     skipped: int
+    # turns whose ref the log already holds for a different turn, kept as first imported
+    # (``changed="keep"``): "where: ref 'x' ... its text differs", one each
+    kept: tuple[str, ...] = ()
+    # of those, how many differ in their session alone: the same message in a copied chat
+    # (``changed="keep"``; not in ``kept``)
+    copies: int = 0
+
+
+Changed = Literal["refuse", "keep"]
+ATTEMPTS = 5  # plans of one import (a plan is redone when another import got in first)
 
 
 def _line_error(where: str, obj: Any) -> str | None:
@@ -124,16 +144,30 @@ def parse(stream: Source, name: str) -> list[Turn]:
     return turns
 
 
-def to_events(turns: list[Turn]) -> list[NewEvent]:
-    """SessionStarted, the turns, SessionEnded, per session in order of first appearance."""
+def to_events(turns: list[Turn], titles: dict[str, str] | None = None,
+              known: dict[str, RecordedEvent] | None = None,
+              correlation: str | None = None) -> list[NewEvent]:
+    """SessionStarted (with its title from ``titles``), the turns, SessionEnded, per session
+    in order of first appearance.
+
+    ``known``: the turns the log already holds, by ref (what :func:`_in_log` found). A
+    session with new turns ends after them, keyed ``import:<session>:ended:<its last new
+    turn's ref>``: a session a later file continues (a newer export of a conversation, a
+    longer transcript) ends again after its new turns, and the mining manifest and the
+    schedule see it end when its new last turn was said. A session with nothing new gets no
+    end (its end is in the log already)."""
+    known = known or {}
+    titles = titles or {}
     by_session: dict[str, list[Turn]] = {}
     for turn in turns:
         by_session.setdefault(turn.session, []).append(turn)
-    correlation = new_ulid()
+    correlation = correlation or new_ulid()
     out: list[NewEvent] = []
     for session, its_turns in by_session.items():
         out.append(NewEvent(
-            stream=session, data=SessionStarted(session=session, backend=IMPORT_BACKEND),
+            stream=session,
+            data=SessionStarted(session=session, backend=IMPORT_BACKEND,
+                                title=titles.get(session, "")),
             occurred_at=its_turns[0].at, correlation_id=correlation,
             idempotency_key=f"import:{session}:started",
         ))
@@ -144,16 +178,18 @@ def to_events(turns: list[Turn]) -> list[NewEvent]:
                 occurred_at=turn.at, ref=turn.ref, correlation_id=correlation,
                 idempotency_key=f"ref:{turn.ref}",
             ))
-        out.append(NewEvent(
-            stream=session, data=SessionEnded(session=session, turns=len(its_turns)),
-            occurred_at=its_turns[-1].at, correlation_id=correlation,
-            idempotency_key=f"import:{session}:ended",
-        ))
+        new = [t for t in its_turns if t.ref not in known]
+        if new:
+            out.append(NewEvent(
+                stream=session, data=SessionEnded(session=session, turns=len(its_turns)),
+                occurred_at=its_turns[-1].at, correlation_id=correlation,
+                idempotency_key=f"import:{session}:ended:{new[-1].ref}",
+            ))
     return out
 
 
 @contextlib.contextmanager
-def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
+def opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
     """The transcript's bytes and the name its errors use (``-``: standard input)."""
     if str(path) == STDIN:
         yield sys.stdin.buffer, "<stdin>"
@@ -171,26 +207,50 @@ def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
         yield handle, str(path)
 
 
-def _ref_conflicts(log: EventLog, turns: Sequence[Turn], name: str) -> None:
-    """Refuse the import when a ref is already in the log for a different turn (run under
-    the write lock, before anything is appended)."""
-    problems = Problems()
+def _in_log(log: EventLog, turns: Sequence[Turn]) -> dict[str, RecordedEvent]:
+    """The turns of ``turns`` the log already holds, by ref."""
+    found: dict[str, RecordedEvent] = {}
     for start in range(0, len(turns), 500):
         chunk = turns[start:start + 500]
-        found = log.by_idempotency_keys([f"ref:{t.ref}" for t in chunk])
-        for turn in chunk:
-            existing = found.get(f"ref:{turn.ref}")
-            differs = _differences(turn, existing) if existing else []
-            if differs:
-                problems.add(f"{name}:{turn.line}: ref {turn.ref!r} is already in the log "
-                             f"(seq {existing.seq if existing else 0}) for a different turn: "
-                             f"its {' and '.join(differs)} "
-                             f"{'differs' if len(differs) == 1 else 'differ'}")
-    if problems:
+        keys = log.by_idempotency_keys([f"ref:{t.ref}" for t in chunk])
+        found.update((key.removeprefix("ref:"), event) for key, event in keys.items())
+    return found
+
+
+def _ref_conflicts(turns: Sequence[Turn], known: dict[str, RecordedEvent], name: str,
+                   changed: Changed) -> tuple[list[str], int]:
+    """Each turn whose ref the log holds for a different turn: refused (``changed`` is
+    "refuse": :class:`ImportFailed` naming them) or kept as first imported — listed, or
+    counted when only its session differs (a copied chat's message)."""
+    problems = Problems()
+    kept: list[str] = []
+    copies = 0
+    for turn in turns:
+        existing = known.get(turn.ref)
+        differs = _differences(turn, existing) if existing else []
+        if differs == ["session"] and changed == "keep":
+            copies += 1
+        elif differs:
+            message = (f"{turn.where(name)}: ref {turn.ref!r} is already in the log "
+                       f"(seq {existing.seq if existing else 0}) for a different turn: "
+                       f"its {' and '.join(differs)} "
+                       f"{'differs' if len(differs) == 1 else 'differ'}")
+            problems.add(message)
+            kept.append(message)
+    if problems and changed == "refuse":
         raise ImportFailed(
             problems.render(),
             hint="A ref names one turn for good: give a changed turn a new ref (or leave the "
                  "line out) and import again.")
+    return kept, copies
+
+
+class _Moved(Exception):
+    """The turns the log holds changed between planning an import and appending it."""
+
+    def __init__(self, known: dict[str, RecordedEvent]) -> None:
+        super().__init__("the log changed")
+        self.known = known
 
 
 def _differences(turn: Turn, event: RecordedEvent) -> list[str]:
@@ -208,7 +268,7 @@ def _differences(turn: Turn, event: RecordedEvent) -> list[str]:
 def read_turns(path: Path) -> tuple[list[Turn], str]:
     """The checked turns of the transcript at ``path`` (``-``: standard input) and the name
     its errors use; :class:`ImportFailed` names what is wrong."""
-    with _opened(path) as (handle, name):
+    with opened(path) as (handle, name):
         return parse(handle, name), name
 
 
@@ -218,15 +278,45 @@ def import_file(log: EventLog, path: Path) -> ImportResult:
     return import_turns(log, *read_turns(path))
 
 
-def import_turns(log: EventLog, turns: list[Turn], name: str) -> ImportResult:
-    """Append checked turns in one transaction (a ref already in the log for a different
-    turn refuses them all)."""
-    batch = to_events(turns)
-    recorded = log.append_many(batch, check=lambda: _ref_conflicts(log, turns, name))
-    return ImportResult(
-        turns=len(turns), sessions=len({t.session for t in turns}),
-        appended=recorded.new, skipped=len(recorded) - recorded.new,
-    )
+def import_turns(log: EventLog, turns: list[Turn], name: str, *,
+                 titles: dict[str, str] | None = None,
+                 changed: Changed = "refuse") -> ImportResult:
+    """Append checked turns in one transaction, each session's start with its title from
+    ``titles``. A ref already in the log for a different turn refuses them all, or with
+    ``changed="keep"`` that turn alone is kept as the log has it (and listed in
+    :attr:`ImportResult.kept`).
+
+    The events depend on which turns the log already holds (a continued session ends
+    again, :func:`to_events`); the plan assumes none at first (a first import reads the
+    refs once) and is redone when the check — under the write lock — finds others."""
+    correlation = new_ulid()
+    known: dict[str, RecordedEvent] = {}
+    kept: list[str] = []
+    copies = [0]
+
+    def check() -> None:
+        found = _in_log(log, turns)
+        kept[:], copies[0] = _ref_conflicts(turns, found, name, changed)
+        if found.keys() != known.keys():
+            raise _Moved(found)
+
+    for _ in range(ATTEMPTS):
+        batch = to_events(turns, titles, known, correlation)
+        try:
+            recorded = log.append_many(batch, check=check)
+        except _Moved as moved:
+            known = moved.known
+            continue
+        sessions = len({t.session for t in turns})
+        # skipped: what the log holds already — a session with nothing new has its start,
+        # its turns and its end there (its end is not planned again)
+        return ImportResult(
+            turns=len(turns), sessions=sessions, appended=recorded.new,
+            skipped=len(turns) + 2 * sessions - recorded.new, kept=tuple(kept),
+            copies=copies[0],
+        )
+    raise ConcurrencyError(f"{name}: other imports kept appending the same turns; nothing "
+                           "was imported", hint="Run the import again.")
 
 
 def export_lines(log: EventLog, unreadable: list[RecordedEvent] | None = None) -> Iterator[str]:

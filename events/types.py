@@ -191,10 +191,14 @@ event = registry.register
 @event
 @dataclass(frozen=True)
 class SessionStarted(Event):
+    """A session's start. ``title``: an imported conversation's own title (a ChatGPT,
+    Claude or Open WebUI export's; "" for a chat and a transcript)."""
+
     session: str
     backend: str = ""
     model: str = ""
     context_window: int | None = None
+    title: str = ""
 
 
 @event

@@ -1,4 +1,4 @@
-"""``diarist import`` and ``export``: transcripts in and out of the log."""
+"""``diarist import`` and ``export``: transcripts (and chat exports) in, transcripts out."""
 from __future__ import annotations
 
 import os
@@ -7,20 +7,49 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events import DiaristError, EventLog, Home, RecordedEvent
-from events.transcript import ImportResult, export_lines, import_turns, read_turns
+from events.transcript import export_lines, import_turns
 
 from .dispatch import after_append
+from .imports import LABELS, read_export
+from .imports.common import left_out_line
 
 
-def import_transcript(home: Home, path: Path) -> ImportResult:
-    """Append a transcript (all or nothing, idempotent by ref); a running worker is asked to
-    project what was appended. The file is read and checked before the home is touched."""
-    turns, name = read_turns(path)
+@dataclass(frozen=True)
+class Imported:
+    file: str            # as errors name it (``<stdin>`` for standard input)
+    format: str          # a key of workers.imports.LABELS: "transcript", "chatgpt", …
+    turns: int
+    sessions: int
+    appended: int        # events appended
+    skipped: int         # events already in the log
+    left_out: list[str]  # what an export held that is not a turn: "3 system or tool messages"
+    kept: list[str]      # messages changed since a first import, kept as first imported
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.format]
+
+
+def import_transcript(home: Home, path: Path) -> Imported:
+    """Append a transcript or a chat export (:mod:`workers.imports` tells which): all or
+    nothing, idempotent by ref; a running worker is asked to project what was appended.
+    The file is read and checked before the home is touched.
+
+    A transcript's ref already in the log for a different turn refuses the import (a ref
+    names one turn for good: its author can give a changed turn a new ref). An export's
+    message changed since it was first imported (edited in place, as Open WebUI allows)
+    cannot be given a new id: it is kept as first imported, and listed in ``kept``."""
+    export = read_export(path)
     with EventLog(home.events_db) as log:
-        result = import_turns(log, turns, name)
+        result = import_turns(log, export.turns, export.name, titles=export.titles,
+                              changed="refuse" if export.format == "transcript" else "keep")
     if result.appended:
         after_append(home)
-    return result
+    left_out = export.left_out_lines()
+    if result.copies:
+        left_out.append(left_out_line("copy", result.copies) + " (imported before)")
+    return Imported(export.name, export.format, result.turns, result.sessions, result.appended,
+                    result.skipped, left_out, list(result.kept))
 
 
 @dataclass(frozen=True)
