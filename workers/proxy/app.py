@@ -1,0 +1,289 @@
+"""The proxy's HTTP side: a Starlette app, the upstream reached with httpx2.
+
+- ``POST /v1/chat/completions``: a request whose last message is the person's goes through
+  :class:`.memory.ProxyMemory` (session, memory, the turn in the log); its body is otherwise
+  sent upstream as the client wrote it. Streamed or not, the upstream's bytes reach the
+  client unchanged, while the reply's text is read off them for the log. Any other request
+  (a tool result sent back, an empty message) is passed through without memory.
+- ``GET /v1/models`` and anything else: passed through.
+- An upstream error status passes through with its body (an OpenAI-style error when the
+  body is not JSON); an upstream that cannot be reached is a 502 in OpenAI's error shape. A
+  stream that breaks keeps the partial reply (``interrupted``) and ends with an error chunk,
+  which the ``openai`` library raises as an error; a client that hangs up mid-stream keeps
+  the partial reply too.
+
+The log and the projections are used from one thread (``diarist-proxy-memory``): SQLite
+work never blocks the event loop, and requests' memory work runs one at a time.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import anyio
+import httpx2
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from events.logger import get_logger
+
+from ..llm.openai import openai_delta
+from .conversations import message_text
+from .memory import Exchange, ProxyMemory, ReplyStats
+
+T = TypeVar("T")
+TIMEOUT = httpx2.Timeout(600.0, connect=10.0)  # a Pi-class model may think for minutes
+HOP_HEADERS = frozenset({"host", "content-length", "connection", "transfer-encoding",
+                         "keep-alive", "accept-encoding"})
+logger = get_logger("diarist.proxy")
+
+
+def error_response(status: int, message: str, kind: str) -> JSONResponse:
+    """An error in OpenAI's shape."""
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}},
+                        status_code=status)
+
+
+class Proxy:
+    def __init__(self, memory: ProxyMemory, upstream: str,
+                 on_ready: Callable[[], None] | None = None) -> None:
+        self.memory, self.on_ready = memory, on_ready
+        self.upstream = upstream.rstrip("/")  # ends in /v1
+        self.client: httpx2.AsyncClient | None = None
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarist-proxy-memory")
+
+    async def on_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` on the memory thread; it finishes even when the request is cancelled."""
+        future = self.thread.submit(fn, *args, **kwargs)
+        with anyio.CancelScope(shield=True):
+            result = await asyncio.wrap_future(future)
+        return result
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        await self.on_thread(self.memory.open)
+        # TCP_NODELAY: a request's headers and body are two small writes; the second must not
+        # wait for the upstream's (delayed) ACK of the first
+        transport = httpx2.AsyncHTTPTransport(
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self.client = httpx2.AsyncClient(timeout=TIMEOUT, transport=transport)
+        if self.on_ready is not None:
+            self.on_ready()
+        try:
+            yield
+        finally:
+            await self.client.aclose()
+            await self.on_thread(self.memory.close)
+            self.thread.shutdown(wait=True)
+
+    # --- upstream ---------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        """The upstream URL for a client path: ``/v1/models`` → ``{upstream}/models``; a path
+        outside ``/v1`` (llama.cpp's ``/props``, ``/health``) from the upstream's root."""
+        if path == "/v1" or path.startswith("/v1/"):
+            return f"{self.upstream}{path[len('/v1'):]}"
+        return f"{self.upstream.removesuffix('/v1')}{path}"
+
+    def _headers(self, request: Request) -> dict[str, str]:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
+        if "authorization" not in {k.lower() for k in headers} and self.memory.api_key:
+            headers["Authorization"] = f"Bearer {self.memory.api_key}"
+        return headers
+
+    def _unreachable(self, exc: Exception) -> JSONResponse:
+        return error_response(502, f"the upstream server at {self.upstream} cannot be reached "
+                                   f"({type(exc).__name__}: {exc}); start it, or check "
+                                   "`diarist proxy --upstream`", "upstream_unavailable")
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self.client is None:
+            raise RuntimeError("the proxy's lifespan has not started")
+        return self.client
+
+    # --- routes -----------------------------------------------------------------------------
+
+    async def passthrough(self, request: Request) -> Response:
+        """Any request, sent upstream as it is; the answer comes back as it is."""
+        try:
+            reply = await self._client().request(
+                request.method, self._url(request.url.path), params=request.query_params,
+                headers=self._headers(request), content=await request.body())
+        except httpx2.TransportError as exc:
+            return self._unreachable(exc)
+        return _as_is(reply)
+
+    async def chat_completions(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return error_response(400, "the request body is not JSON", "invalid_request_error")
+        problem = _request_problem(body)
+        if problem:
+            return error_response(400, problem, "invalid_request_error")
+        last = body["messages"][-1]
+        if last.get("role") != "user" or not message_text(last.get("content")).strip():
+            return await self.passthrough(request)
+        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        begun = time.monotonic()
+        exchange = await self.on_thread(self.memory.begin, body["messages"], model)
+        body = {**body, "messages": exchange.messages}
+        started = time.monotonic()
+        if body.get("stream"):
+            return await self._stream(request, body, exchange, started)
+        try:
+            reply = await self._client().post(self._url("/v1/chat/completions"), json=body,
+                                              headers=self._headers(request))
+        except httpx2.TransportError as exc:
+            return self._unreachable(exc)
+        text, stats = "", ReplyStats()
+        if reply.status_code == 200:
+            try:
+                delta = openai_delta(reply.json())
+                text = delta.text
+                stats = ReplyStats(delta.prompt_tokens, delta.reply_tokens, _ms(started))
+            except Exception as exc:  # not a completion: the client gets it as it is
+                logger.info("proxy.unreadable_reply", error=str(exc))
+        answered = time.monotonic()
+        await self.on_thread(self.memory.finish, exchange, text, stats)
+        response = _as_is(reply)
+        # what the proxy itself took beside the upstream's time (docs/benchmarks.md, "Proxy")
+        memory_ms = (started - begun + time.monotonic() - answered) * 1000
+        response.headers["Server-Timing"] = (f"memory;dur={memory_ms:.1f}, "
+                                             f"upstream;dur={(answered - started) * 1000:.1f}")
+        response.background = BackgroundTask(self.on_thread, self.memory.catch_up)
+        return response
+
+    async def _stream(self, request: Request, body: dict, exchange: Exchange,
+                      started: float) -> Response:
+        client = self._client()
+        upstream = client.build_request("POST", self._url("/v1/chat/completions"), json=body,
+                                        headers=self._headers(request))
+        try:
+            reply = await client.send(upstream, stream=True)
+        except httpx2.TransportError as exc:
+            return self._unreachable(exc)
+        if reply.status_code != 200:
+            await reply.aread()
+            await reply.aclose()
+            return _as_is(reply)
+        reader = _StreamReader()
+        recorded = False
+
+        async def record(*, interrupted: bool) -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                await self.on_thread(
+                    self.memory.finish, exchange, reader.text,
+                    ReplyStats(reader.prompt_tokens, reader.reply_tokens, _ms(started)),
+                    interrupted=interrupted)
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in reply.aiter_raw():
+                    reader.feed(chunk)
+                    if reader.done:  # the reply is in the log before the client has it all
+                        await record(interrupted=False)
+                    yield chunk
+                if not reader.done:
+                    await record(interrupted=not reader.finished)
+                if not (reader.done or reader.finished):
+                    yield _error_chunk("the upstream closed the stream before the reply was "
+                                       "complete")
+            except httpx2.TransportError as exc:
+                await record(interrupted=True)
+                yield _error_chunk(f"the upstream stream broke: {type(exc).__name__}: {exc}")
+            finally:  # the client hung up, or the upstream broke: keep what came
+                await reply.aclose()
+                await record(interrupted=True)
+                await self.on_thread(self.memory.catch_up)
+
+        headers = {k: v for k, v in reply.headers.items() if k.lower() not in HOP_HEADERS
+                   and k.lower() != "content-encoding"}
+        return StreamingResponse(relay(), status_code=200, headers=headers,
+                                 media_type=reply.headers.get("content-type",
+                                                              "text/event-stream"))
+
+
+class _StreamReader:
+    """The reply's text and counts, read off the SSE bytes on their way to the client."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.text = ""
+        self.prompt_tokens: int | None = None
+        self.reply_tokens: int | None = None
+        self.finished = False  # a chunk with a finish_reason
+        self.done = False      # ``data: [DONE]``
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                self.done = True
+                continue
+            try:
+                delta = openai_delta(json.loads(data))
+            except Exception:  # a keep-alive or a chunk we cannot read: relayed all the same
+                continue
+            self.text += delta.text
+            self.prompt_tokens = delta.prompt_tokens or self.prompt_tokens
+            self.reply_tokens = delta.reply_tokens or self.reply_tokens
+            self.finished = self.finished or delta.finished
+
+
+def _request_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        return "each message must be an object with a 'role'"
+    return None
+
+
+def _error_chunk(message: str) -> bytes:
+    payload = {"error": {"message": message, "type": "upstream_error", "code": 502}}
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _as_is(reply: httpx2.Response) -> Response:
+    """The upstream's answer for the client: its status and body; a non-JSON error body
+    becomes an OpenAI-style error."""
+    content_type = reply.headers.get("content-type", "application/json")
+    if reply.status_code >= 400 and "json" not in content_type:
+        return error_response(reply.status_code,
+                              f"upstream: {reply.text.strip()[:500] or reply.reason_phrase}",
+                              "upstream_error")
+    return Response(reply.content, status_code=reply.status_code, media_type=content_type)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def build_app(memory: ProxyMemory, upstream: str,
+              on_ready: Callable[[], None] | None = None) -> Starlette:
+    proxy = Proxy(memory, upstream, on_ready)
+    methods = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+    return Starlette(routes=[
+        Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
+        Route("/{path:path}", proxy.passthrough, methods=methods),
+    ], lifespan=proxy.lifespan)
