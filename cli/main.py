@@ -29,6 +29,7 @@ COMMANDS = {
     "dream": "night_commands:dream", "consolidate": "night_commands:consolidate",
     "maintain": "night_commands:maintain", "eval": "eval_command:eval_cmd",
     "redact": "event_commands:redact", "backup": "event_commands:backup",
+    "proxy": "proxy_command:proxy", "mcp": "mcp_command:mcp",
 }
 
 
@@ -50,12 +51,18 @@ def _module(name: str) -> ModuleType:
     if name == "model_command":
         from . import model_command
         return model_command
+    if name == "mcp_command":
+        from . import mcp_command
+        return mcp_command
     if name == "night_commands":
         from . import night_commands
         return night_commands
     if name == "projection_commands":
         from . import projection_commands
         return projection_commands
+    if name == "proxy_command":
+        from . import proxy_command
+        return proxy_command
     if name == "worker_command":
         from . import worker_command
         return worker_command
