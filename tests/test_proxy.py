@@ -309,3 +309,29 @@ def test_a_client_that_hangs_up_mid_stream_leaves_the_partial_reply_in_the_log(
     assert len(replies) == 1 and replies[0].payload["interrupted"]
     kept = replies[0].payload["text"]
     assert kept.startswith(received) and len(kept) < len(story)
+
+
+def test_the_night_mines_a_proxy_conversation_once_it_is_idle(home: Home, proxy: Proxy) -> None:
+    import datetime as dt
+
+    from events import clock
+    from workers.mining.extract import MinerSpec
+    from workers.mining.mine import mine
+
+    first = [{"role": "user", "content": "I moved to Tromsø in March for a job at the museum."}]
+    _chat(proxy.client(), first)
+    _chat(proxy.client(), [*first, {"role": "assistant", "content": REPLY},
+                           {"role": "user", "content": "My dog Biscuit loves the snow here."}])
+    proxy.stop()  # a proxy conversation never ends by itself: it is mined once idle
+    assert mine(home, MinerSpec()).sessions == 0  # still going, as far as anyone knows
+    later = clock.now() + dt.timedelta(hours=7)
+    report = mine(home, MinerSpec(), now=later)
+    assert report.sessions == 1 and report.new >= 1
+    with EventLog(home.events_db) as log:
+        mined = [m for e in log.iter_all() if e.type == "MemoriesMined"
+                 for m in e.payload["memories"]]
+    session = _turns(home)[0][0]
+    assert session.startswith("proxy/")
+    text = " ".join(m["content"] for m in mined)
+    assert "Tromsø" in text or "Biscuit" in text, text
+    assert REPLY not in text  # the model's replies are never mined as the person's facts
