@@ -81,8 +81,9 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     ``pinned`` items (a chat's recent notes) are rendered first in their section and kept
     before any scored item, which never repeats them; the caller keeps them within the
     budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
-    query is the last session's words); False: only its lines that answer ``query`` (a
-    question asked outright, as `diarist eval --answer` asks)."""
+    query is the last session's words), first in [knowledge]; False: only its lines that
+    answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
+    items recall scored."""
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
@@ -90,8 +91,14 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     result: RecallResult = recall(db, query, room, k, semantic,
                                   exclude={i.id for i in pinned},
                                   whole_long_term=whole_long_term)
-    # rendered by section, the pinned first in theirs; trailing (scored) items go first
-    return _fitted([*pinned, *result.items], budget, render_block)
+    items = [*pinned, *result.items]
+    if not whole_long_term:  # MEMORY.md's lines that share words with the question come
+        # after what recall ranked: a small model answers from the first lines it reads
+        # (docs/benchmarks.md, "Answers against their ceiling")
+        items = [i for i in items if i.source != "long_term"] + \
+            [i for i in items if i.source == "long_term"]
+    # rendered by section, the pinned first in theirs; trailing items are dropped first
+    return _fitted(items, budget, render_block)
 
 
 def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int) -> Injection:

@@ -69,6 +69,29 @@ def test_a_question_asked_outright_gets_the_lines_of_memory_md_that_answer_it(
     assert "Nate loves" not in asked and "Joanna enjoys dramas" in asked
 
 
+def test_a_question_asked_outright_reads_what_recall_ranked_before_memory_md(
+        log: EventLog, store: ProjectionStore) -> None:
+    """A MEMORY.md line chosen because it shares words with the question comes after the
+    turn recall ranked first (a small model answers from the first lines it reads); the
+    start block keeps MEMORY.md first."""
+    from events.types import LongTermRewritten
+
+    log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n"
+                                 "- Tim loves watching movies after the Thanksgiving feast.\n"),
+               stream="memory")
+    log.append(UserTurn(session="s", text="During Thanksgiving we always watch Home Alone.",
+                        name="Tim"), stream="s")
+    store.catch_up_all()
+    question = "Which movie does Tim watch during Thanksgiving?"
+    asked = build_injection(store.db, question, 400, 5, whole_long_term=False).text.splitlines()
+    turn = next(i for i, line in enumerate(asked) if "Home Alone" in line)
+    line = next(i for i, line in enumerate(asked) if "Tim loves watching" in line)
+    assert turn < line, asked
+    whole = build_injection(store.db, question, 400, 5).text.splitlines()
+    assert next(i for i, x in enumerate(whole) if "Tim loves watching" in x) < \
+        next(i for i, x in enumerate(whole) if "Home Alone" in x), whole
+
+
 def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_budget(
         log: EventLog, store: ProjectionStore) -> None:
     """`eval --answer`'s ceiling: exactly the evidence turns, rendered as recall's turns are
