@@ -1,10 +1,11 @@
 """What mining distills, against what LoCoMo's annotators kept.
 
-    python benchmarks/bench_observations.py [--convs conv-26,conv-30] [--json]
+    python benchmarks/bench_observations.py [--convs conv-26,conv-30] [--dream] [--json]
     python benchmarks/bench_observations.py --backend openai --base-url http://127.0.0.1:8080
 
-For each LoCoMo dev conversation: a fresh home, ``import``, then ``mine`` as the default
-night runs it (the configured extractor: with no model configured, the heuristic one; with
+For each LoCoMo dev conversation: a fresh home, ``import``, the settle the night starts with
+(the embedding model exported, the turns embedded), then ``mine`` as the default night runs
+it (the configured extractor: with no model configured, the heuristic one; with
 ``--backend``, that model), and each session's mined memories are set against LoCoMo's own
 observations of that session (``<conv>.observations.jsonl``), by MiniLM cosine (fp32):
 
@@ -15,8 +16,10 @@ observations of that session (``<conv>.observations.jsonl``), by MiniLM cosine (
 - **refs**: the median number of turns a memory cites;
 - **quotes**: the share of memories written as a quote ("Name: …") instead of a statement.
 
-Also the mining time and memories per session. Needs ``../shared/bench/locomo`` beside the
-checkout.
+Also the mining time and memories per session. ``--dream`` then dreams as the night does and
+counts what it superseded (LoCoMo's people rarely change a single-valued fact, so each
+supersede is one to read: ``--show-supersedes`` prints them). Needs ``../shared/bench/locomo``
+beside the checkout.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from projections import open_store  # noqa: E402
 from projections.memories import list_memories  # noqa: E402
 from workers.mining.extract import miner_spec  # noqa: E402
 from workers.mining.mine import mine  # noqa: E402
+from workers.sync.catch_up import settle  # noqa: E402
 
 CONVS = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
 MATCH = 0.6
@@ -58,20 +62,35 @@ def embedder(models: Path):  # type: ignore[no-untyped-def]
 
 
 def mined(conv: str, work: Path, backend: str | None, base_url: str | None,
-          model: str | None) -> tuple[dict[str, list], float, int]:
-    """(session → mined memories, seconds mining, turns) for one conversation."""
+          model: str | None, dreams: list | None = None) -> tuple[dict[str, list], float, int]:
+    """(session → mined memories, seconds mining, turns) for one conversation; with
+    ``dreams`` (a list), a dream after mining, and its supersedes added to the list as
+    (subject, [replaced contents], new content)."""
     home = Home(work / conv)
     home.ensure()
     with EventLog(home.events_db) as log:
         import_file(log, LOCOMO / f"{conv}.transcript.jsonl")
+    settle(home)  # as the night does before mining: the embedding model (the attribute
+    # classifier and the near-duplicate check need it) and the turns' vectors
     spec = miner_spec(load_config(home), backend=backend, base_url=base_url, model=model)
     started = time.monotonic()
     report = mine(home, spec, now=None)
     seconds = time.monotonic() - started
+    if dreams is not None:
+        from workers.dreaming.dream import dream
+
+        dream(home)
     with open_store(home) as store:
         store.catch_up_all()
         memories = [m for m in list_memories(store.db, None, STATUSES)
                     if m.source not in ("", "user", "agent")]
+        if dreams is not None:
+            by_id = {m.id: m for m in memories}
+            for event in store.log.iter_all():
+                if event.type == "MemorySuperseded":
+                    new = by_id[event.payload["by"]]
+                    dreams.append((new.subject, [by_id[i].content for i in event.payload["ids"]
+                                                 if i in by_id], new.content))
     by_session: dict[str, list] = defaultdict(list)
     for memory in memories:
         by_session[memory.session].append(memory)
@@ -111,6 +130,9 @@ def main() -> None:
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--model", default=None)
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))
+    parser.add_argument("--dream", action="store_true",
+                        help="dream after mining and count the supersedes")
+    parser.add_argument("--show-supersedes", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not LOCOMO.is_dir():
@@ -119,17 +141,26 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="diarist-obs-") as work:
         for conv in args.convs.split(","):
+            dreams: list | None = [] if args.dream or args.show_supersedes else None
             memories, seconds, turns = mined(conv, Path(work), args.backend, args.base_url,
-                                             args.model)
+                                             args.model, dreams)
             row = score(conv, memories, embed)
             row.update(seconds=round(seconds, 1), turns=turns,
                        per_session=round(row["memories"] / row["sessions"], 1))
+            if dreams is not None:
+                row.update(supersedes=len(dreams),
+                           superseded=sum(len(old) for _, old, _ in dreams))
+                for subject, old, new in dreams if args.show_supersedes else []:
+                    print(f"{conv} {subject}: {old} -> {new!r}")
             rows.append(row)
     overall = {"conv": "all", "observations": sum(r["observations"] for r in rows),
                "memories": sum(r["memories"] for r in rows),
                "sessions": sum(r["sessions"] for r in rows),
                "turns": sum(r["turns"] for r in rows),
                "seconds": round(sum(r["seconds"] for r in rows), 1)}
+    if rows and "supersedes" in rows[0]:
+        overall.update(supersedes=sum(r["supersedes"] for r in rows),
+                       superseded=sum(r["superseded"] for r in rows))
     overall["recall"] = sum(r["stated"] for r in rows) / overall["observations"]
     overall["precision"] = sum(r["matching"] for r in rows) / max(overall["memories"], 1)
     overall["per_session"] = round(overall["memories"] / overall["sessions"], 1)
@@ -146,6 +177,12 @@ def main() -> None:
         print(f"| {r['conv']} | {r['sessions']} | {r['observations']} | {r['per_session']} |"
               f" {r['recall']:.3f} | {r['precision']:.3f} | {r['median_refs']:g} |"
               f" {r['quotes']:.1%} | {r['seconds']} |")
+    if "supersedes" in overall:
+        print()
+        print("| conversation | supersedes by the dream | memories superseded |")
+        print("|---|---|---|")
+        for r in [*rows, overall]:
+            print(f"| {r['conv']} | {r['supersedes']} | {r['superseded']} |")
 
 
 if __name__ == "__main__":
