@@ -335,3 +335,16 @@ def test_the_night_mines_a_proxy_conversation_once_it_is_idle(home: Home, proxy:
     text = " ".join(m["content"] for m in mined)
     assert "Tromsø" in text or "Biscuit" in text, text
     assert REPLY not in text  # the model's replies are never mined as the person's facts
+
+
+def test_a_secret_said_through_the_proxy_never_reaches_another_prompt(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]]) -> None:
+    _, handler = upstream
+    secret = "sk-proj-Zx81NvQ0aLm3pR7tY2uW9eK4ab"
+    _chat(proxy.client(), [{"role": "user",
+                            "content": f"My OpenAI key for the weather bot is {secret}"}])
+    handler.seen.clear()
+    _chat(proxy.client(), [{"role": "user", "content": "What is the key for the weather bot?"}])
+    sent = json.dumps([s["body"] for s in handler.seen])
+    assert "weather bot" in sent.split("What is the key")[0]  # the turn was recalled ...
+    assert secret not in sent                                  # ... without its secret
