@@ -34,6 +34,7 @@ from .common import (
     branch,
     epoch_time,
     id_problem,
+    read_each,
     text_of,
     title_of,
     where_conversation,
@@ -48,17 +49,10 @@ HIDDEN_FLAGS = ("is_visually_hidden_from_conversation", "is_user_system_message"
 
 def read(data: Any, name: str) -> Export:
     """The turns of a parsed ``conversations.json`` (a list, or one conversation)."""
-    out = Collector("chatgpt", name)
-    for index, conversation in enumerate(data if isinstance(data, list) else [data], start=1):
-        _conversation(out, index, conversation)
-    return out.result()
+    return read_each("chatgpt", name, data, _conversation)
 
 
-def _conversation(out: Collector, index: int, conversation: Any) -> None:
-    where = where_conversation(index)
-    if not isinstance(conversation, dict):
-        out.problem(where, "is not a JSON object")
-        return
+def _conversation(out: Collector, index: int, conversation: dict) -> None:
     where = where_conversation(index, conversation.get("title"))
     key = "conversation_id" if conversation.get("conversation_id") is not None else "id"
     conversation_id = conversation.get(key)

@@ -36,6 +36,7 @@ from .common import (
     branch,
     id_problem,
     iso_time,
+    read_each,
     text_of,
     title_of,
     where_conversation,
@@ -51,17 +52,10 @@ UNSUPPORTED = re.compile(
 
 def read(data: Any, name: str) -> Export:
     """The turns of a parsed ``conversations.json`` (a list, or one conversation)."""
-    out = Collector("claude", name)
-    for index, conversation in enumerate(data if isinstance(data, list) else [data], start=1):
-        _conversation(out, index, conversation)
-    return out.result()
+    return read_each("claude", name, data, _conversation)
 
 
-def _conversation(out: Collector, index: int, conversation: Any) -> None:
-    where = where_conversation(index)
-    if not isinstance(conversation, dict):
-        out.problem(where, "is not a JSON object")
-        return
+def _conversation(out: Collector, index: int, conversation: dict) -> None:
     where = where_conversation(index, conversation.get("name"))
     uuid = conversation.get("uuid")
     problems = [p for p in (id_problem(uuid, "uuid"),) if p]

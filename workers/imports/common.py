@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,6 +162,19 @@ class Collector:
                 f"conversation{'' if count == 1 else 's'} but no user or assistant message "
                 "with text in any: nothing to import", hint=hint)
         return Export(self.format, self.name, turns, titles, dict(self.left_out))
+
+
+def read_each(fmt: str, name: str, data: Any,
+              one: Callable[[Collector, int, dict], None]) -> Export:
+    """The turns of a parsed export — a list of conversations, or one — each object read by
+    ``one`` (collector, its number from 1, the object); anything else is a problem."""
+    out = Collector(fmt, name)
+    for index, item in enumerate(data if isinstance(data, list) else [data], start=1):
+        if isinstance(item, dict):
+            one(out, index, item)
+        else:
+            out.problem(where_conversation(index), "is not a JSON object")
+    return out.result()
 
 
 def where_conversation(index: int, title: Any = None) -> str:

@@ -32,6 +32,7 @@ from .common import (
     branch,
     epoch_time,
     id_problem,
+    read_each,
     text_of,
     title_of,
     where_conversation,
@@ -45,20 +46,14 @@ _FOLDED = re.compile(
 
 def read(data: Any, name: str) -> Export:
     """The turns of a parsed Open WebUI export (a list of chats, or one chat)."""
-    out = Collector("openwebui", name)
-    for index, item in enumerate(data if isinstance(data, list) else [data], start=1):
-        _chat(out, index, item)
-    return out.result()
+    return read_each("openwebui", name, data, _chat)
 
 
-def _chat(out: Collector, index: int, item: Any) -> None:
-    where = where_conversation(index)
-    if not isinstance(item, dict):
-        out.problem(where, "is not a JSON object")
-        return
+def _chat(out: Collector, index: int, item: dict) -> None:
     chat = item.get("chat")
     if not isinstance(chat, dict):
-        out.problem(where, "has no 'chat' object (its messages)")
+        out.problem(where_conversation(index, item.get("title")),
+                    "has no 'chat' object (its messages)")
         return
     title = item.get("title") if isinstance(item.get("title"), str) else chat.get("title")
     where = where_conversation(index, title)
