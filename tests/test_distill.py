@@ -127,6 +127,32 @@ def test_the_readme_demo_leaves_nothing_waiting(embedding: Home, tmp_path: Path)
     assert "Bristol" not in memory_md and "Lovely" not in memory_md
 
 
+def test_a_named_thing_is_replaced_by_a_new_one_of_its_kind(embedding: Home,
+                                                             tmp_path: Path) -> None:
+    """"My boat is called Curlew" (a pattern's naming subject) and "I sold Curlew and bought
+    a new boat, Petrel" (the classifier's kind) set the same thing: the boat."""
+    write_transcript(tmp_path / "t.jsonl", [
+        turn("b/1", "2024-03-04T09:00:00Z", "user", "Maya",
+             "My boat is called Curlew, she's an old Wayfarer.", "r1"),
+        turn("b/2", "2024-03-12T09:00:00Z", "user", "Maya",
+             "Boat news: I sold Curlew and bought a new boat, she's called Petrel.", "r2")])
+    run("import", str(tmp_path / "t.jsonl"))
+    for command in ("mine", "dream", "consolidate"):
+        run(command)
+    memory_md = (embedding.memory_dir / "MEMORY.md").read_text()
+    assert "Petrel" in memory_md
+    assert "boat is called Curlew" not in memory_md, memory_md
+
+
+def test_a_naming_subject_takes_the_kind_it_names() -> None:
+    from workers.mining.attributes import named_kind
+
+    assert named_kind("maya|boat name") == "maya|boat"
+    assert named_kind("maya|puppy name") == "maya|dog"  # the kind's label, as the classifier's
+    assert named_kind("maya|son name") == "maya|son name"  # not a kind: as it was
+    assert named_kind("maya|home") == "maya|home" and named_kind("") == ""
+
+
 def test_a_superseded_value_is_not_recalled_from_its_journal_line(home: Home) -> None:
     """The journal file keeps what was noted that day; recall does not offer a replaced
     value from it, as it does not from the memory."""

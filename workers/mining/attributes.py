@@ -255,6 +255,7 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
     the patterns' or a model's subject, which stay where it finds none). The type stays:
     recall puts every profile memory first, and only the patterns' identity facts are sure
     enough for that. A candidate that ``needs_attribute`` and sets none is left out."""
+    candidates = [replace(c, subject=named_kind(c.subject)) for c in candidates]
     if classifier is None:
         return [c for c in candidates if not c.needs_attribute]
     open_ = [i for i, c in enumerate(candidates)
@@ -268,6 +269,22 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
             out[i] = replace(candidates[i], subject=f"{speaker_key(speakers[i])}|{label}",
                              needs_attribute=False)
     return [c for c in out if c is not None and not c.needs_attribute]
+
+
+_KIND_OF = {word: kind for attribute in ATTRIBUTES for kind, words in attribute.kinds
+            for word in words}
+
+
+def named_kind(subject: str) -> str:
+    """A pattern's naming subject ("maya|boat name": "my boat is called Curlew") as the kind
+    it names ("maya|boat"), the label the classifier gives a statement about that kind ("I
+    sold Curlew and bought a new boat, Petrel"), so the newer one supersedes the older;
+    any other subject as it is."""
+    who, _, label = subject.rpartition("|")
+    thing = label.removesuffix(" name")
+    if not who or thing == label or thing not in _KIND_OF:
+        return subject
+    return f"{who}|{_KIND_OF[thing]}"
 
 
 def label_of(attribute: Attribute, statement: str) -> str:
