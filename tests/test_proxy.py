@@ -94,7 +94,13 @@ class Proxy:
         self.proc = subprocess.Popen(
             [*diarist_cmd(), "proxy", "--upstream", self.upstream_url, "--port", str(self.port)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait(self.url, self.proc)
+        try:
+            _wait(self.url, self.proc)
+        except BaseException:  # never leave a proxy running behind a failed start
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            raise
         return self
 
     def stop(self) -> None:
@@ -348,3 +354,28 @@ def test_a_secret_said_through_the_proxy_never_reaches_another_prompt(
     sent = json.dumps([s["body"] for s in handler.seen])
     assert "weather bot" in sent.split("What is the key")[0]  # the turn was recalled ...
     assert secret not in sent                                  # ... without its secret
+
+
+def test_a_compressed_stream_reaches_the_client_and_the_log_readable(
+        home: Home, upstream: tuple[str, type[llm_server.Handler]]) -> None:
+    import gzip
+
+    url, handler = upstream
+
+    def gzipped(h: llm_server.Handler, body: dict) -> None:
+        payload = gzip.compress(b"".join(_chunks("Packed and sent.")))
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+    handler.routes[("POST", "/v1/chat/completions")] = gzipped
+    proxy = Proxy(home, url).start()
+    try:
+        assert _chat(proxy.client(), [{"role": "user", "content": "Zip it."}],
+                     stream=True) == "Packed and sent."
+    finally:
+        proxy.stop()
+    assert [e.payload["text"] for e in _events(home, "AssistantTurn")] == ["Packed and sent."]

@@ -191,7 +191,7 @@ class Proxy:
 
         async def relay() -> AsyncIterator[bytes]:
             try:
-                async for chunk in reply.aiter_raw():
+                async for chunk in reply.aiter_bytes():
                     reader.feed(chunk)
                     if reader.done:  # the reply is in the log before the client has it all
                         await record(interrupted=False)
@@ -209,6 +209,8 @@ class Proxy:
                 await record(interrupted=True)
                 await self.on_thread(self.memory.catch_up)
 
+        # the bytes relayed are decoded (aiter_bytes): an upstream that compressed its
+        # stream must not have the client decode it again
         headers = {k: v for k, v in reply.headers.items() if k.lower() not in HOP_HEADERS
                    and k.lower() != "content-encoding"}
         return StreamingResponse(relay(), status_code=200, headers=headers,
