@@ -9,8 +9,15 @@ from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
 from projections.tokens import estimate
-from workers.chat.memory import NOTE_MIN_SCORE, NOTES_SHARE, START_SHARE, first_note_cap
-from workers.chat.session import ESTIMATE_SLACK, REPLY_ROOM, ChatSession
+from workers.chat.memory import (
+    ESTIMATE_SLACK,
+    NOTE_MIN_SCORE,
+    NOTES_SHARE,
+    REPLY_ROOM,
+    START_SHARE,
+    first_note_cap,
+)
+from workers.chat.session import ChatSession
 from workers.llm import ChatReply, ScriptedBackend
 
 from .conftest import Stores, rules

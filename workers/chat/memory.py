@@ -53,6 +53,11 @@ HEAD_TYPES = ("workspace_profile", "project_fact")  # in the start block's fixed
 # 7-12-token question cost 1.14-1.31x, 16 tokens 1.58-1.93x.
 FIRST_NOTE_SHARE = 0.5
 MESSAGE_FRAME = 8       # tokens the chat template puts around a user message
+REPLY_ROOM = 256        # window tokens a note leaves free for the reply when no cap is set
+# The token estimate runs under the server's count of a whole prompt (the chat template adds
+# tokens around every message; a 2,000-token prompt counted 4 % more by llama.cpp than by
+# the estimate): a note is sized as if the estimate were this much short.
+ESTIMATE_SLACK = 1.10
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,20 @@ class SessionMemory:
                                min_score=NOTE_MIN_SCORE, session=self.session_id)
         self.shown |= {item.id for item in injection.items}
         return injection
+
+
+def note_room(window: int, max_reply: int | None, prompt: int, text: str, *, first: bool,
+              first_note: bool) -> int | None:
+    """Tokens a note for the message ``text`` may take: what the window leaves free once the
+    prompt before it (``prompt`` estimated tokens), the message and the reply are in, with
+    :data:`ESTIMATE_SLACK` for the estimate's error (a long pasted message leaves none — the
+    note then waits rather than pushing the prompt over the window); for a session's
+    ``first`` message after a start block read ahead, at most :func:`first_note_cap`, and
+    None (no note) when ``first_note`` is off."""
+    room = int((window - (max_reply or REPLY_ROOM)) / ESTIMATE_SLACK) - prompt - estimate(text)
+    if not first:
+        return room
+    return min(room, first_note_cap(text)) if first_note else None
 
 
 def first_note_cap(text: str) -> int:

@@ -45,7 +45,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .memory import SessionMemory, first_note_cap
+from .memory import SessionMemory, note_room
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -80,11 +80,6 @@ ANSWER_NOW = ("[Answer my last message now, in plain words, using the tool resul
               "No tool calls.]")
 MAX_TOOL_ROUNDS = 3       # model calls that may ask for tools before the reply must be final
 MAX_CALLS_PER_ROUND = 5
-REPLY_ROOM = 256          # window tokens a note leaves free for the reply when no cap is set
-# The token estimate runs under the server's count of a whole prompt (the chat template adds
-# tokens around every message; a 2,000-token prompt counted 4 % more by llama.cpp than by
-# the estimate): a note is sized as if the estimate were this much short.
-ESTIMATE_SLACK = 1.10
 
 
 logger = get_logger("diarist.chat")
@@ -185,11 +180,11 @@ class ChatSession:
         (docs/benchmarks.md, "First token with memory")."""
         if not self.config.memory.turn_recall:
             return None
-        cap = self._window_room(text)
-        if self.injection is not None and not self.history:  # the first message
-            if not self.config.memory.first_note:
-                return None  # first_note off: the first reply reads only what was read ahead
-            cap = min(cap, first_note_cap(text))
+        cap = note_room(self.window, self.config.llm.max_reply_tokens, self.history_tokens(),
+                        text, first=self.injection is not None and not self.history,
+                        first_note=self.config.memory.first_note)
+        if cap is None:
+            return None  # first_note off: the first reply reads only what was read ahead
         note = self.memory.note_for(text, self.memory_in_prompt(), cap)
         if not note.text:
             return None
@@ -198,15 +193,6 @@ class ChatSession:
                                     items=[i.id for i in note.items], kind="turn",
                                     memory_tokens=self.memory_in_prompt() + note.injected_tokens))
         return note
-
-    def _window_room(self, text: str) -> int:
-        """Tokens of the window a note for ``text`` may take: what the prompt with the message
-        and the reply leave free, with :data:`ESTIMATE_SLACK` for the estimate's error (a
-        long pasted message leaves none — the note then waits rather than pushing the prompt
-        over the window)."""
-        reply = self.config.llm.max_reply_tokens or REPLY_ROOM
-        return int((self.window - reply) / ESTIMATE_SLACK) - self.history_tokens() - \
-            estimate(text)
 
     def clear(self) -> None:
         """Forget the conversation so far (not the log); the start block is built again."""

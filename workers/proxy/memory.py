@@ -32,8 +32,8 @@ from projections import ProjectionStore, open_store
 from projections.inject import Injection, budget_for
 from projections.tokens import estimate
 
-from ..chat.memory import SessionMemory, first_note_cap
-from ..chat.session import DEFAULT_CONTEXT, ESTIMATE_SLACK, REPLY_ROOM, system_prompt
+from ..chat.memory import SessionMemory, note_room
+from ..chat.session import DEFAULT_CONTEXT, system_prompt
 from ..llm import OpenAIBackend
 from ..llm.base import OPENAI_KEY_ENV
 from ..sync.catch_up import catch_up_after_append
@@ -232,14 +232,13 @@ class ProxyMemory:
             return None
         in_prompt = (session.start.injected_tokens if session.start else 0) + \
             sum(note.injected_tokens for note in session.notes.values())
-        prompt = sum(estimate(message_text(m.get("content"))) for m in messages) + \
+        prompt = sum(estimate(message_text(m.get("content"))) for m in messages[:-1]) + \
             (estimate(session.start.text) if session.start else 0)
-        reply = self.config.llm.max_reply_tokens or REPLY_ROOM
-        cap = int((session.window - reply) / ESTIMATE_SLACK) - prompt
-        if first and session.start is not None:
-            if not memory.first_note:
-                return None
-            cap = min(cap, first_note_cap(text))
+        cap = note_room(session.window, self.config.llm.max_reply_tokens, prompt, text,
+                        first=first and session.start is not None,
+                        first_note=memory.first_note)
+        if cap is None:
+            return None
         note = session.memory.note_for(text, in_prompt, cap)
         if not note.text:
             return None
