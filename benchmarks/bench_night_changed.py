@@ -10,7 +10,8 @@ home and one night runs as ``diarist worker`` runs it, with nothing configured
 (:func:`workers.schedule.run_night`). Then MEMORY.md is read:
 
 - **current**: the share of changed facts whose current value MEMORY.md states;
-- **replaced**: the share of replaced values MEMORY.md still states (want 0);
+- **replaced**: the share of replaced values MEMORY.md still states (want 0); a new pet
+  is one more, not one instead, so the older pets are not counted;
 - **assistant lines**: lines of MEMORY.md that say what the assistant said (want 0);
 - **lines** and **characters** of MEMORY.md.
 """
@@ -36,9 +37,11 @@ CHANGED = ("changed-fact", "changed-state")
 
 
 def values_of(answer: str) -> tuple[str, ...]:
+    """The values an answer's attribute takes, or none for an attribute whose new value is
+    one more (a new pet), which leaves the old one true."""
     for attribute in ATTRIBUTES:
         if answer in attribute.values:
-            return attribute.values
+            return () if attribute.adds else attribute.values
     return (answer,)
 
 

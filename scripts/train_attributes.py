@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 from projections.embedding import OnnxEmbedder  # noqa: E402
 from workers.mining.attributes import (  # noqa: E402
     ATTRIBUTES,
+    DECOYS,
     LABELS,
     NONE,
     WEIGHTS,
@@ -87,7 +88,7 @@ def main() -> None:
     parser.add_argument("--check-only", action="store_true", help="write nothing")
     args = parser.parse_args()
     embed = embedder(args.models)
-    examples = [(e, LABELS.index(a.key)) for a in ATTRIBUTES for e in a.examples]
+    examples = [(e, LABELS.index(a.key)) for a in (*ATTRIBUTES, *DECOYS) for e in a.examples]
     x_pos = embed.embed([e for e, _ in examples])
     y_pos = np.array([k for _, k in examples])
     none = LABELS.index(NONE)
@@ -139,9 +140,12 @@ def _batches(embed: OnnxEmbedder, w: np.ndarray, b: np.ndarray,
 
 
 def _best_of(probs: np.ndarray) -> float:
+    """A statement's likeliest attribute's probability (0 where a decoy is likelier)."""
     probs = probs.copy()
     probs[:, LABELS.index(NONE)] = -1
-    return float(probs.max())
+    best = probs.argmax(axis=1)
+    decoys = [LABELS.index(d.key) for d in DECOYS]
+    return float(max(0.0 if k in decoys else row[k] for k, row in zip(best, probs, strict=True)))
 
 
 _Fitted._best = staticmethod(_best_of)  # type: ignore[attr-defined]

@@ -49,6 +49,15 @@ def test_the_classifier_names_changing_attributes_and_leaves_events(
     assert found == ["home", "job", "drink", "", "", "", "vehicle"]
 
 
+def test_a_trip_is_no_new_home(exported_model: Path) -> None:
+    """Travel reads like a home to the embedding; the trained decoy keeps it apart."""
+    found = classifier(exported_model).attributes([
+        ("Maya went to Lisbon for a long weekend and loved the old town.", "Maya"),
+        ("Maya is planning a trip to Galway.", "Maya"),
+        ("Maya moved to Lisbon last month.", "Maya")])
+    assert found == ["", "", "home"]
+
+
 def test_candidates_get_a_subject_key(exported_model: Path) -> None:
     candidates = [Candidate("user_preference", "Sam relocated to Ghent for good.", turns=[1]),
                   Candidate("user_preference", "Sam fixed the squeaky door.", turns=[2]),

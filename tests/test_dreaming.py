@@ -77,6 +77,32 @@ def test_the_fact_said_last_wins_a_conflict_and_only_it_is_recalled(home: Home) 
     assert [i.id for i in hits.items if i.source == "workspace_profile"] == ["new"]
 
 
+def test_a_second_hobby_adds_and_only_an_announced_change_replaces(home: Home) -> None:
+    """Hobbies and pets are held several at once: a newer one replaces the older only when
+    its statement says so; an allergy is never replaced by a newer one."""
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("chess", "Ann plays chess at the club.", subject="ann|hobby"),
+              m("nuts", "Ann is allergic to peanuts.", subject="ann|allergy"),
+              m("rex", "Ann's dog is called Rex.", subject="ann|dog"))
+        mined(log, T0 + 9 * DAY, m("yoga", "Ann took up yoga.", subject="ann|hobby"),
+              m("shell", "Ann found out she is allergic to shellfish now.",
+                subject="ann|allergy"),
+              m("bo", "Ann adopted another dog, Bo.", subject="ann|dog"))
+    assert dream(home, now=T0 + 10 * DAY).superseded == 0
+    assert {"chess", "yoga", "nuts", "shell", "rex", "bo"} <= set(active(home))
+    with EventLog(home.events_db) as log:
+        mined(log, T0 + 20 * DAY, m("climb", "Ann gave up chess and climbs instead.",
+                                    subject="ann|hobby"),
+              m("pip", "Ann's dog Rex is called Pip now.", subject="ann|dog"))
+        mined(log, T0 + 30 * DAY, m("knit", "Ann knits on Sundays.", subject="ann|hobby"))
+    report = dream(home, now=T0 + 31 * DAY)
+    left = active(home)
+    assert left["climb"].supersedes == ["chess", "yoga"] and "knit" in left
+    assert "rex" in left["pip"].supersedes   # (and Bo: a kind's change is by time, not name)
+    assert report.superseded == 4
+    assert {"nuts", "shell"} <= set(left)
+
+
 def test_heuristic_subjects_make_a_move_supersede_an_old_home() -> None:
     def memory(content: str) -> Memory:
         return Memory("x", "workspace_profile", content, "", "", 0.7, 1.0, [], "active", [],

@@ -11,10 +11,14 @@ same time decides the same.
    highest confidence and the latest time said. Merged ones become ``superseded``.
 2. **Resolve conflicts** (``MemorySuperseded``): memories with the same subject key (who
    and which single-valued attribute, :func:`workers.mining.text.subject_key`, or the
-   subject a model named) but different content contradict each other. Among the credible
-   ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then the more confident,
-   then by source as above; the others are superseded by it and stay in history. Recall
-   drops superseded memories, so the newer fact is what is injected.
+   subject a model named) but different content contradict each other, as far as the
+   attribute's ``change`` says (:mod:`workers.mining.attributes`): for one held at a time,
+   among the credible ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then
+   the more confident, then by source as above, and the others are superseded by it;
+   for one held several at once (hobbies, pets), only a newer statement that announces a
+   change replaces, and only those said before it; allergies are never replaced. The
+   superseded stay in history. Recall drops superseded memories, so the newer fact is
+   what is injected.
 3. **Fade** (``RelevancyDecayed``, at most once per day of the log's time): relevancy of
    a mined (or agent-noted) memory halves every ``dreaming.half_life_days`` (90) since it
    was last said, counted in the **log's own time** — the newest turn or note in the log
@@ -47,6 +51,7 @@ from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
 
+from ..mining.attributes import ADDS, ANNOUNCED, REPLACES, announces_change, change_of
 from ..mining.text import NEAR_DUPLICATE_COSINE, lasting, near_duplicate, normal, subject_key
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -186,10 +191,10 @@ def _conflicts(memories: list[Memory], said: dict[str, str],
     for subject, members in sorted(by_subject.items()):
         if len({normal(m.content) for m in members}) < 2:
             continue
-        credible = [m for m in members if m.confidence >= CREDIBLE] or members
-        winner = max(credible, key=lambda m: (said.get(m.id, _said(m)), m.confidence,
-                                              _source_rank(m), m.id))
-        losers = sorted(m.id for m in members if m.id != winner.id)
+        found = _replaced(subject, members, said)
+        if found is None:
+            continue
+        winner, losers = found
         events.append(NewEvent(stream=streams.MEMORY, idempotency_key=_key(
             f"supersede:{winner.id}", losers), data=MemorySuperseded(
                 ids=losers, by=winner.id,
@@ -199,6 +204,29 @@ def _conflicts(memories: list[Memory], said: dict[str, str],
         report.decisions.append(f"supersede {len(losers)} by {winner.id} ({subject}): "
                                 f"{winner.content[:80]}")
     return events, gone
+
+
+def _replaced(subject: str, members: list[Memory],
+              said: dict[str, str]) -> tuple[Memory, list[str]] | None:
+    """(the current memory, the ids it replaces) among a subject's memories, by how its
+    attribute changes (:func:`workers.mining.attributes.change_of`): one value at a time,
+    the one said last wins over all others; several at once, the last that announces a
+    change wins over those said before it; a kind that only adds, none."""
+    change = change_of(subject)
+    if change == ADDS:
+        return None
+    def when(m: Memory) -> str:
+        return said.get(m.id, _said(m))
+
+    credible = [m for m in members if m.confidence >= CREDIBLE] or members
+    if change == ANNOUNCED:
+        credible = [m for m in credible if announces_change(m.content)]
+        if not credible:
+            return None
+    winner = max(credible, key=lambda m: (when(m), m.confidence, _source_rank(m), m.id))
+    losers = sorted(m.id for m in members if m.id != winner.id
+                    and (change == REPLACES or when(m) < when(winner)))
+    return (winner, losers) if losers else None
 
 
 def log_now(log: EventLog, wall: dt.datetime) -> dt.datetime:

@@ -51,6 +51,7 @@ class Attribute:
     before: str
     when: str
     extra: tuple[str, ...] = ("",)
+    adds: bool = False       # a new value is one more (another pet), the old one still holds
 
 
 ATTRIBUTES = (
@@ -92,7 +93,7 @@ ATTRIBUTES = (
         (),
         "Which pet did {name} have before adopting {new}?",
         "When did {name} adopt {new}?",
-        ("rabbit", "tortoise", "parrot", "guinea pig")),
+        ("rabbit", "tortoise", "parrot", "guinea pig"), adds=True),
     Attribute(
         "pet_name", ("Pickle", "Bramble", "Waffles", "Ziggy", "Mochi", "Captain", "Fennel",
                      "Pudding"),

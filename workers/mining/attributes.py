@@ -35,16 +35,27 @@ WEIGHTS = Path(__file__).with_name("attributes.npz")
 SOMEONE = "Someone"
 
 
+REPLACES = "replaces"    # one value at a time: the value said last is the current one
+ANNOUNCED = "announced"  # several at once: a newer value replaces the older ones only when
+#                          its statement announces a change (:func:`announces_change`)
+ADDS = "adds"            # several at once, never replaced by a newer one
+
+
 @dataclass(frozen=True)
 class Attribute:
     """``kinds``: for an attribute a person can hold several of at once (pets, vehicles),
     the kind words that tell one from another; each kind then has its own current value
-    (a new rabbit replaces the rabbit, not the cat)."""
+    (a new rabbit replaces the rabbit, not the cat). ``change``: how a newer statement
+    relates to the older ones (:data:`REPLACES`, :data:`ANNOUNCED`, :data:`ADDS`): a person
+    lives in one place and has one job, but takes up a second hobby beside the first, and
+    a new allergy is one more, not one instead (dropping a true allergy on a guess would
+    be the worst mistake memory could make)."""
 
     key: str
     label: str
     examples: tuple[str, ...]
     kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    change: str = REPLACES
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -99,7 +110,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                ("fish", ("fish", "goldfish")),
                ("horse", ("horse", "horses", "pony")),
                ("reptile", ("snake", "lizard", "gecko", "iguana")),
-               ("ferret", ("ferret", "ferrets")))),
+               ("ferret", ("ferret", "ferrets"))),
+        change=ANNOUNCED),
     Attribute("partner", "partner", (
         "Someone's partner is called Sam.", "Someone is dating Alex.",
         "Someone got married to Jordan.", "Someone's girlfriend is Mia.",
@@ -129,12 +141,14 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone's free evenings are for crochet.", "Someone picked up knitting this winter.",
         "Someone is learning the guitar in the evenings.",
         "Someone's weekends now go to kayaking.", "Someone has started doing jigsaw puzzles.",
-        "Someone joined a choir and sings every Tuesday.", "Someone plays the piano for fun.")),
+        "Someone joined a choir and sings every Tuesday.", "Someone plays the piano for fun."),
+        change=ANNOUNCED),
     Attribute("sport", "sport", (
         "Someone plays tennis.", "Someone runs marathons.", "Someone swims every week.",
         "Someone switched from football to basketball.", "Someone's sport is cycling.",
         "Someone joined a rowing club.", "Someone gave up squash and plays padel now.",
-        "Someone trains for triathlons.")),
+        "Someone trains for triathlons."),
+        change=ANNOUNCED),
     Attribute("vehicle", "vehicle", (
         "Someone drives a Volvo.", "Someone bought a new car, an electric Kia.",
         "Someone's car is a red Fiat.", "Someone sold the old van.",
@@ -143,7 +157,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         kinds=(("boat", ("boat", "boats", "yacht", "dinghy", "sailboat", "canoe", "kayak")),
                ("bike", ("bike", "bicycle", "e-bike", "motorbike", "motorcycle", "scooter")),
                ("car", ("car", "cars", "van", "truck", "suv", "hatchback", "estate",
-                        "pickup")))),
+                        "pickup"))),
+        change=ANNOUNCED),
     Attribute("editor", "code editor", (
         "Someone uses Vim as an editor.", "Someone switched to VS Code.",
         "Someone's editor is Emacs.", "Someone writes code in Neovim now.",
@@ -152,7 +167,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone programs in Python.", "Someone's main language at work is Go.",
         "Someone is rewriting the service in Rust.", "Someone codes mostly in TypeScript.",
         "Someone switched the backend from Java to Kotlin.",
-        "Someone writes most things in C++.")),
+        "Someone writes most things in C++."),
+        change=ANNOUNCED),
     Attribute("database", "database", (
         "Someone's project uses PostgreSQL.", "Someone moved the app's data to SQLite.",
         "The team's database is MySQL.", "Someone stores everything in MongoDB.",
@@ -161,7 +177,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone is allergic to peanuts.", "Someone has a shellfish allergy.",
         "Someone can't eat gluten.", "Someone found out they are allergic to cats.",
         "Someone's allergy turned out to be to sesame, not nuts.",
-        "Someone is lactose intolerant.")),
+        "Someone is lactose intolerant."),
+        change=ADDS),
     Attribute("phone", "phone", (
         "Someone has an iPhone.", "Someone's phone is a Pixel.",
         "Someone bought a new phone.")),
@@ -174,8 +191,25 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "The launch date was pushed back two weeks.",
         "Someone's manuscript is due on the 3rd.")),
 )
+# Decoys: what a person says that reads like an attribute to the embedding but sets none —
+# trained as classes of their own so that their statements go there rather than to the
+# attribute they resemble ("went to Galway for a week" is no new home).
+DECOYS: tuple[Attribute, ...] = (
+    Attribute("trip", "", (
+        "Someone went to Rome for a long weekend.", "Someone is visiting family in Lisbon.",
+        "Someone's holiday in Crete was wonderful.", "Someone is planning a trip to Japan.",
+        "Someone stayed in a little hotel by the sea.", "Someone took a road trip along the coast.",
+        "Someone spent a week camping in the Alps.", "Someone flew to New York for a conference.",
+        "Someone explored the old town during the trip.", "Someone is going on vacation to Mexico.",
+        "Vienna is on Someone's list of places to visit.", "Someone toured the castles of Wales.",
+        "Someone is back from a city break in Prague.",
+        "Someone saw a museum in Berlin on the trip.",
+        "Someone's family spent the day at the beach.", "Someone has never been to Iceland.",
+        "Someone found a lovely bookshop while travelling.",
+        "Someone will stay a few nights in Seville.")),
+)
 NONE = "none"
-LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), NONE)
+LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), *(d.key for d in DECOYS), NONE)
 _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
 
 
@@ -225,13 +259,14 @@ class Classifier:
         probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
         best: list[tuple[float, str]] = [(0.0, "")] * len(statements)
         none = self.labels.index(NONE)
+        decoys = {d.key for d in DECOYS}
         for i, row in zip(index, probs, strict=True):
             row = row.copy()
             row[none] = -1
             k = int(row.argmax())
             if row[k] >= self.threshold and row[k] > best[i][0]:
                 best[i] = (float(row[k]), self.labels[k])
-        return [label for _, label in best]
+        return ["" if label in decoys else label for _, label in best]
 
 
 def softmax(z: Any) -> Any:
@@ -294,3 +329,28 @@ def label_of(attribute: Attribute, statement: str) -> str:
     found = [(m.start(), kind) for kind, words in attribute.kinds for word in words
              if (m := re.search(rf"\b{re.escape(word)}\b", low))]
     return min(found)[1] if found else attribute.label
+
+
+_CHANGE_OF = {**{a.label: a.change for a in ATTRIBUTES},
+              **{kind: a.change for a in ATTRIBUTES for kind, _ in a.kinds}}
+
+
+def change_of(subject: str) -> str:
+    """How a newer statement on ``subject`` ("who|label") relates to the older ones: its
+    attribute's :attr:`Attribute.change`; a subject of no attribute here (a pattern's "my
+    X is …", a subject a model named) holds one value at a time."""
+    return _CHANGE_OF.get(subject.rpartition("|")[2], REPLACES)
+
+
+# The words English announces a change with: a new value in place of an old one.
+_CHANGE = re.compile(
+    r"\b(?:now|nowadays|these days|instead|any ?more|no longer|switched|changed|renamed"
+    r"|quit|gave up|given up|stopped|dropped|replaced|sold)\b",
+    re.IGNORECASE)
+
+
+def announces_change(statement: str) -> bool:
+    """Whether a statement says that something changed ("… now", "… instead", "switched
+    to", "gave up", "sold"), rather than adding one more ("took up archery", "adopted a
+    cat"): what an :data:`ANNOUNCED` attribute's newer value needs to replace the older."""
+    return bool(_CHANGE.search(statement))
