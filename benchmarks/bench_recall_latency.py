@@ -127,7 +127,7 @@ def percentile(values: list[float], pct: float) -> float:
 def warm(home_path: Path, questions: list[str]) -> tuple[list[float], int, float]:
     """Warm recall times, items returned, and the machine's speed at the time: the median
     of the query embeddings alone (50 questions, nothing beside them), which moves by ±15–30 %
-    from one hour to the next on this VM (docs/benchmarks.md, "Recall latency (issue 16)")."""
+    from one hour to the next on this VM (docs/benchmarks.md, "Recall latency")."""
     from events import EventLog, Home
     from projections import open_store
     from projections.embedding import active_embedder

@@ -17,7 +17,7 @@ from .output import echo
 # Each command's module, imported only when that command runs (or when help lists them):
 # `diarist recall` then never imports the chat, the model server, eval or the workers'
 # tasks — a one-shot command's start-up is mostly imports (docs/benchmarks.md,
-# "Recall latency (issue 16)").
+# "Recall latency").
 COMMANDS = {
     "import": "event_commands:import_", "export": "event_commands:export",
     "sync": "projection_commands:sync", "replay": "projection_commands:replay",

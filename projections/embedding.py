@@ -156,7 +156,7 @@ def prepare_model(model_file: Path) -> bool:
     (``ORT_ENABLE_EXTENDED``: the operator fusions, none specific to this CPU), saved with its
     weights in a file of their own (``.prepared.data``), which onnxruntime reads without
     parsing them out of the protobuf. Loading it took about half the CPU time of loading
-    the exported file (docs/benchmarks.md, "Recall latency (issue 16)"), and it gives the
+    the exported file (docs/benchmarks.md, "Recall latency"), and it gives the
     same vectors bit for bit (tests/test_embedding.py). Written under temporary names,
     fsynced and renamed, the manifest last; :func:`prepared_model` checks all of it."""
     import onnxruntime as ort
@@ -195,7 +195,7 @@ def session_options(ort: Any) -> Any:
     """One thread per run, no thread pool: a query is one short batch, which a second
     onnxruntime thread did not speed up but spun beside, taking the other core from whatever
     else runs — with two threads a query took longer and more than twice the CPU
-    (docs/benchmarks.md, "Recall latency (issue 16)"). Bulk embedding runs several batches
+    (docs/benchmarks.md, "Recall latency"). Bulk embedding runs several batches
     at once instead (:meth:`OnnxEmbedder.embed`). The vectors are bit for bit the same."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1

@@ -1,5 +1,5 @@
 """The memory block put at the start of a chat: recall within the budget, rendered as plain
-text a 2B model can parse (docs/architecture.md, "The injected block").
+text a 2B model can parse (docs/architecture.md, "Recall").
 
     [memory context]
     [workspace profile]
@@ -94,7 +94,7 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     items = [*pinned, *result.items]
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come
         # after what recall ranked: a small model answers from the first lines it reads
-        # (docs/benchmarks.md, "Answers against their ceiling")
+        # (docs/benchmarks.md, "The 0.5B model against its ceiling")
         items = [i for i in items if i.source != "long_term"] + \
             [i for i in items if i.source == "long_term"]
     # rendered by section, the pinned first in theirs; trailing items are dropped first

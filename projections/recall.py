@@ -314,7 +314,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
 # one that matches once). Top-10 evidence recall, with a model's reply shown after the
 # question it answers, on the dev harness (this recall() over homes built once): LongMemEval
 # dev 0.892 (share 0) → 0.925 (0.25, 0.5); LoCoMo dev 0.751 (0) → 0.752 (0.25) → 0.748 (0.5).
-# `diarist eval` with 0.25: 0.925 and 0.752 (docs/benchmarks.md).
+# `diarist eval` with 0.25: 0.925 and 0.752 (docs/experiments.md).
 PASSAGE_SUM_SHARE = 0.25
 
 
@@ -631,7 +631,7 @@ class _Replies:
 def _replies(db: sqlite3.Connection, turns: list[Hit]) -> dict[str, Hit]:
     """Each turn hit's reply: the next turn of its session. Recall shows a turn hit with it —
     the exchange, not a lone line. On the LoCoMo dev set this lifted 512-token evidence recall
-    from 0.618 to 0.682 with FTS5 alone (docs/benchmarks.md); adding the previous turn as
+    from 0.618 to 0.682 with FTS5 alone (docs/experiments.md); adding the previous turn as
     well did better on top-10 but worse within the budget."""
     if not turns:
         return {}

@@ -59,8 +59,8 @@ def temporal_intent(query: str) -> str:
 
 PRESENT_BAND = 0.3     # on a present question, candidates scoring this share of the best
 # The same bonus on a plain present-tense question: off. It lifted the changed-facts set's
-# changed-state questions 0.29 -> 0.64 but cost LoCoMo @512 0.804 -> 0.789 (docs/benchmarks.md,
-# "Issue 16: recall within the chat's budget"); kept as a setting for that sweep.
+# changed-state questions 0.29 -> 0.64 but cost LoCoMo @512 0.804 -> 0.789 (docs/experiments.md);
+# kept as a setting for that sweep.
 STATE_CHANGE_BOOST = 0.0
 CHANGE_BOOST = 1.0     # on a present question, a statement that announces a change gains this
 

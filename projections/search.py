@@ -208,7 +208,7 @@ def _best(db: sqlite3.Connection, expression: str, k: int,
     """The ``k`` best matches in two steps: rank the index alone, then read the items of the
     best ``k``. One joined query (the ``sources`` path) reads every column of every match
     into its sorter before the LIMIT — the text of thousands of items at 100,000 — and took
-    twice as long (docs/benchmarks.md, "Recall latency (issue 16)"). Same order: the same
+    twice as long (docs/benchmarks.md, "Recall latency"). Same order: the same
     scan of the index feeds the same sort (ties in index order); every index row has its
     item (:meth:`SearchProjector.check`)."""
     try:

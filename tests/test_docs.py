@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -55,4 +56,40 @@ def test_architecture_tree_is_current() -> None:
 
     text = DOC.read_text(encoding="utf-8")
     assert text == render(text), (
-        "docs/architecture.md's tree is stale: run `python scripts/gen_tree.py`")
+        "docs/tree.md is stale: run `python scripts/gen_tree.py`")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_links_resolve(doc: Path) -> None:
+    """Every relative link of the README and the docs names a file that exists and, with an
+    anchor into a markdown file, a heading of that file."""
+    text = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve() if path else doc
+        assert file.exists(), f"{doc.name}: link to a missing file {target}"
+        if anchor and file.suffix == ".md":
+            assert anchor in _anchors(file), f"{doc.name}: no heading for {target}"
+
+
+@pytest.mark.parametrize("doc, limit", [("README.md", 10_000), ("docs/architecture.md", 25_000),
+                                        ("docs/benchmarks.md", 30_000)])
+def test_the_docs_stay_short(doc: str, limit: int) -> None:
+    """A newcomer reads these first: dated notes go to docs/experiments.md."""
+    assert len((REPO / doc).read_bytes()) <= limit

@@ -93,7 +93,8 @@ def test_vectors_are_unit_length_in_input_order(exported_model: Path) -> None:
 
 def test_int8_vectors_depend_a_little_on_the_batch(exported_model: Path) -> None:
     """Dynamic quantisation scales activations per batch, so an int8 vector moves slightly
-    with its batch-mates (why fp32 is the default: docs/architecture.md, "Embeddings")."""
+    with its batch-mates (why fp32 is the default: docs/architecture.md, "Embeddings and
+    vectors")."""
     model = embedder(exported_model, "int8")
     together = model.embed(SENTENCES)
     one_by_one = np.stack([model.embed_one(s) for s in SENTENCES])

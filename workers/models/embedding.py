@@ -57,7 +57,8 @@ from projections.files import fsync_file
 
 # fp32: the best semantic evidence recall on LoCoMo (0.512 vs 0.495 for int8), vectors equal to
 # sentence-transformers' own and independent of how texts are batched; int8 embeds 2.2x faster
-# but its activation scales depend on the batch. Figures: docs/benchmarks.md (issue 3).
+# but its activation scales depend on the batch. Figures: docs/benchmarks.md, "Embeddings and
+# vector search".
 DEFAULT_VARIANT = "fp32"
 ONNX_OPSET = 17
 
@@ -187,7 +188,7 @@ def _export_fp32(source: Path, out: Path) -> None:
 def _quantize(fp32: Path, out: Path) -> None:
     """Dynamic int8 quantisation of the weights, one scale per output channel: per-tensor
     scales lose too much here (cosine to the float model down to 0.89 on some sentences,
-    0.97 with per-channel; see docs/benchmarks.md)."""
+    0.97 with per-channel; see docs/experiments.md)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _quiet():

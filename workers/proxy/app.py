@@ -157,7 +157,8 @@ class Proxy:
         answered = time.monotonic()
         await self.on_thread(self.memory.finish, exchange, text, stats)
         response = _as_is(reply)
-        # what the proxy itself took beside the upstream's time (docs/benchmarks.md, "Proxy")
+        # what the proxy itself took beside the upstream's time (docs/benchmarks.md, "The
+        # proxy's cost")
         memory_ms = (started - begun + time.monotonic() - answered) * 1000
         response.headers["Server-Timing"] = (f"memory;dur={memory_ms:.1f}, "
                                              f"upstream;dur={(answered - started) * 1000:.1f}")
