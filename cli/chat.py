@@ -12,6 +12,7 @@ import click
 
 from events import DiaristError, EventLog, Home
 from events.config import load_config
+from events.memory_types import PROFILE
 from projections import ProjectionStore, open_store
 
 from .context import current_home, friendly_errors, home_option
@@ -120,11 +121,11 @@ def _profile(session: ChatSession, args: list[str]) -> None:
     if args:
         echo("Usage: /memory profile [set KEY VALUE]")
         return
-    lines = list_memories(session.store.db, "workspace_profile")
+    lines = list_memories(session.store.db, PROFILE.name)
     if not lines:
         echo("No workspace profile yet. Set a field with /memory profile set KEY VALUE.")
         return
-    echo("[workspace profile]")
+    echo(PROFILE.heading)
     for memory in lines:
         echo(f"  {memory.content}")
 

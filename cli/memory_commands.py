@@ -8,6 +8,7 @@ import click
 
 from events import NotFound
 from events.config import load_config
+from events.memory_types import DEFAULT
 from projections import ProjectionStore
 from projections.items import MEMORY_TYPES
 from projections.memories import STATUSES, get_memory, list_memories
@@ -85,7 +86,7 @@ def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: i
 
 @click.command()
 @click.argument("text")
-@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), default="user_preference",
+@click.option("--type", "type_", type=click.Choice(MEMORY_TYPES), default=DEFAULT.name,
               show_default=True, help="The memory's type.")
 @home_option
 @friendly_errors

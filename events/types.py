@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .errors import UnknownEventType
+from .memory_types import DEFAULT
 
 Payload = dict[str, Any]
 Upcaster = Callable[[Payload], Payload]
@@ -268,7 +269,7 @@ class SessionEnded(Event):
 @dataclass(frozen=True)
 class Remembered(Event):
     text: str
-    type: str = "user_preference"
+    type: str = DEFAULT.name
     source: str = "user"
     session: str = ""
 

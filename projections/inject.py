@@ -19,15 +19,16 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from events.memory_types import head
+
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
 from .relative_time import annotate, day_text
 from .search import turns_by_ref
 from .tokens import estimate
 
 HEADER = "[memory context]"
-SECTIONS = (
-    ("[workspace profile]", ("workspace_profile",)),
-    ("[project facts]", ("project_fact",)),
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    *((kind.heading, (kind.name,)) for kind in head()),  # [workspace profile], [project facts]
     ("[relevant experience]", ("memory",)),
     ("[knowledge]", ("long_term", "journal", "turn")),
 )

@@ -12,12 +12,13 @@ import re
 from dataclasses import dataclass, field
 
 from events import RecordedEvent
+from events.memory_types import DEFAULT, PROFILE, PROJECT_FACT, names
 
 from .passages import passages
 from .secrets import scrub
 
 TURN, JOURNAL, MEMORY, LONG_TERM = "turn", "journal", "memory", "long_term"
-MEMORY_TYPES = ("workspace_profile", "project_fact", "tool_use", "workflow", "user_preference")
+MEMORY_TYPES = names()  # of events.memory_types, in its order
 
 
 @dataclass(frozen=True)
@@ -109,19 +110,19 @@ def memory_items(event: RecordedEvent) -> list[Item]:
     p = event.payload
     if event.type == "Remembered":
         return [Item(MEMORY, event.id, scrub(p["text"]), event.occurred_at,
-                     _own_refs(event), p.get("session", ""), p.get("type") or "user_preference",
+                     _own_refs(event), p.get("session", ""), p.get("type") or DEFAULT.name,
                      {"source": p.get("source", "user"), "confidence": 1.0})]
     if event.type == "MemoriesMined":
         out = []
         for m in p["memories"]:
             out.append(Item(MEMORY, str(m["id"]), scrub(str(m["content"])), event.occurred_at,
                             tuple(m.get("refs") or ()), p.get("session", ""),
-                            m.get("type") or "user_preference",
+                            m.get("type") or DEFAULT.name,
                             {k: m[k] for k in ("kind", "action", "confidence", "tags") if k in m}))
         return out
     if event.type == "ProfileSet":
         return [Item(MEMORY, f"profile:{key}", scrub(f"{key}: {value}"), event.occurred_at,
-                     (), "", "workspace_profile")
+                     (), "", PROFILE.name)
                 for key, value in sorted(p["fields"].items()) if str(value).strip()]
     if event.type == "ProjectFactsDetected":
         out = []
@@ -129,7 +130,7 @@ def memory_items(event: RecordedEvent) -> list[Item]:
             key = str(fact.get("key") or fact.get("name") or content_hash(str(fact))[:12])
             text = str(fact.get("value") if "value" in fact else fact.get("content", ""))
             out.append(Item(MEMORY, f"project:{key}", scrub(f"{key}: {text}"), event.occurred_at,
-                            tuple(fact.get("sources") or ()), "", "project_fact"))
+                            tuple(fact.get("sources") or ()), "", PROJECT_FACT.name))
         return out
     return []
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from events import clock
 from events.db import read_transaction
+from events.memory_types import PROJECT_FACT, head, names
 from events.text import repaired
 
 from . import context
@@ -160,14 +161,13 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     scored items themselves)."""
     used: set[str] = set()
     room = math.inf if filler.budget <= 0 else HEAD_FACTS_SHARE * filler.budget
-    for type_, source in (("workspace_profile", "workspace_profile"),
-                          ("project_fact", "project_fact")):
-        memories = list_memories(db, type_)
-        if type_ == "project_fact":  # newest first among equals (both sorts are stable)
+    for kind in head():  # each head type's items have its name for their source
+        memories = list_memories(db, kind.name)
+        if kind is PROJECT_FACT:  # newest first among equals (both sorts are stable)
             memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
             memories.sort(key=lambda m: -m.confidence * m.relevancy)
         for memory in memories:
-            item = _item(source, memory.id, memory.content, memory.confidence,
+            item = _item(kind.name, memory.id, memory.content, memory.confidence,
                          memory.created_at, memory.refs)
             if item.tokens <= room and filler.add(item):
                 room -= item.tokens
@@ -670,7 +670,10 @@ def _asked(db: sqlite3.Connection, replies: list[Hit]) -> dict[str, Hit]:
     return {id_: found[key] for id_, key in rows if key in found}
 
 
+_HEAD_NAMES = names(head())
+
+
 def _source_label(hit: Hit) -> str:
-    if hit.source == MEMORY and hit.type in ("workspace_profile", "project_fact"):
+    if hit.source == MEMORY and hit.type in _HEAD_NAMES:
         return hit.type
     return {TURN: "turn", JOURNAL: "journal", MEMORY: "memory", LONG_TERM: "long_term"}[hit.source]

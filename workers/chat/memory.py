@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import Home
+from events.memory_types import head, names
 from projections import ProjectionStore
 from projections.inject import NOTE_HEADER, Injection, build_injection, build_note
 from projections.items import MEMORY
@@ -44,7 +45,7 @@ NOTE_MIN_SCORE = 0.45   # a recalled item below this fused score is not worth a 
 RECENT_TURNS = 3        # the previous session's last user turns recalled for at start
 NOTES_SHARE = 0.25      # of the start block, at most, for the person's recent notes
 NOTE_SOURCES = ("user", "agent")  # ``Remembered`` notes: `diarist remember`, /remember, the tool
-HEAD_TYPES = ("workspace_profile", "project_fact")  # in the start block's fixed head already
+HEAD_TYPES = names(head())  # in the start block's fixed head already
 # The first message's note: every token of it is read by the server after the message
 # arrives, as are the message's own tokens and the chat template's frame around them (the
 # system prompt before it was read ahead). The first token within 1.5x of the time without

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from events import EventLog, Home, NewEvent, RecordedEvent, streams
+from events.memory_types import PROFILE
 from events.types import OnboardingDeclined, ProfileSet, ProjectFactsDetected
 from projections.memories import list_memories
 from projections.secrets import scrub
@@ -230,7 +231,7 @@ def record_project_facts(log: EventLog, root: Path,
 def needs_onboarding(store: Any) -> bool:
     """True when no active ``workspace_profile`` memory exists (``store``: a ProjectionStore
     or its connection)."""
-    return not list_memories(getattr(store, "db", store), "workspace_profile")
+    return not list_memories(getattr(store, "db", store), PROFILE.name)
 
 
 def onboarding_declined(log: EventLog) -> bool:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from events import EventLog, Home, clock, streams
+from events.memory_types import DEFAULT, head, names
 from events.types import Remembered
 from projections import ProjectionStore
 from projections.journal import render_day
@@ -27,7 +28,7 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
 MAX_REMEMBER_CHARS = 1000
 # Always in the injected memory block already; a search lists what else matches.
-_HEAD_SOURCES = frozenset({"workspace_profile", "project_fact"})
+_HEAD_SOURCES = frozenset(names(head()))
 
 TOOL_SPECS: list[dict[str, Any]] = [
     {"type": "function", "function": {
@@ -184,7 +185,7 @@ def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: Pro
             content = " ".join(_text_arg(arguments, "content").split())
             if len(content) > MAX_REMEMBER_CHARS:
                 raise _BadArguments(f"'content' is longer than {MAX_REMEMBER_CHARS} characters")
-            log.append(Remembered(text=content, type="user_preference", source="agent",
+            log.append(Remembered(text=content, type=DEFAULT.name, source="agent",
                                   session=session_id), stream=streams.MEMORY)
             catch_up_after_append(store)  # the note is in the log either way: not an error
             return "remembered"

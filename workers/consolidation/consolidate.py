@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from events import EventLog, Home, NewEvent, streams
 from events.clock import from_iso
 from events.config import LLMConfig, load_config
+from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
@@ -51,10 +52,12 @@ from ..sync.progress import ProgressFactory, no_progress
 
 TITLE = "# Memory"
 TARGET = CAP - 512                   # room under the cap for the model's rewording
-SECTIONS = {"workspace_profile": "Profile", "user_preference": "Preferences",
-            "project_fact": "Projects", "tool_use": "Tools", "workflow": "Workflows"}
+SECTIONS = {t.name: t.section for t in MEMORY_TYPES}
 PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
-ORDER = ["Profile", PEOPLE, "Preferences", "Projects", "Tools", "Workflows", PLANS, NOTES]
+# MEMORY.md's sections in order: the profile, people, preferences, the other types' sections
+# in registry order, plans, notes
+ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
+         *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
@@ -66,16 +69,16 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
     a statement must begin with one of them."""
-    if memory.source in ("", "user", "agent") or memory.type != "user_preference":
+    if memory.source in ("", "user", "agent") or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject:
-        return "Preferences" if "|prefers " in memory.subject or "|favourite" in \
-            memory.subject else "Profile"
+        return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
+            memory.subject else PROFILE.section
     text = memory.content
     if is_event(text) or (names and _first_word(text) not in names):
         return None
     if _LIKES.match(text):
-        return "Preferences"
+        return PREFERENCE.section
     if _KIN.match(text):
         return PEOPLE
     if _INTENDS.match(text) and _WHEN.search(text):

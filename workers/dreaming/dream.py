@@ -46,6 +46,7 @@ from typing import Any
 
 from events import EventLog, Home, NewEvent, clock, streams
 from events.config import load_config
+from events.memory_types import fading
 from events.types import MemoriesMerged, MemorySuperseded, RelevancyDecayed
 from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
@@ -58,7 +59,7 @@ from ..sync.progress import ProgressFactory, no_progress
 from .similarity import near_pairs
 
 CREDIBLE = 0.5
-FADING_TYPES = ("user_preference", "project_fact", "tool_use", "workflow")
+FADING_TYPES = fading()
 STEADY_SOURCES = ("", "user")     # detected facts and the user's own notes do not fade
 _SPEAKER = re.compile(r"^([A-Z][\w.'’ -]{0,40}):\s+(.+)$", re.S)
 NOW_TYPES = ("UserTurn", "AssistantTurn", "Remembered", "MemoriesMined")  # the log's time

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import DiaristError, EventLog, Home, RecordedEvent, streams
+from events.memory_types import DEFAULT
 from events.text import text_problem
 from events.types import Remembered
 from projections import open_store
@@ -31,7 +32,7 @@ class Remembering:
     warning: str | None  # the note is in the log, but memory could not be brought up to date
 
 
-def remember(home: Home, text: str, type_: str = "user_preference") -> Remembering:
+def remember(home: Home, text: str, type_: str = DEFAULT.name) -> Remembering:
     """Remember ``text`` (a typed memory and a line in today's journal)."""
     if not text.strip():
         raise DiaristError("nothing to remember: TEXT is empty",

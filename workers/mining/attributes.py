@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from events.memory_types import PREFERENCE, PROFILE
 from projections.relative_time import MONTH_NAME
 
 from .candidates import Candidate
@@ -294,7 +295,7 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
     if classifier is None:
         return [c for c in candidates if not c.needs_attribute]
     open_ = [i for i, c in enumerate(candidates)
-             if c.type in ("user_preference", "workspace_profile")]
+             if c.type in (PREFERENCE.name, PROFILE.name)]
     found = classifier.attributes([(candidates[i].content, speakers[i]) for i in open_])
     out: list[Candidate | None] = list(candidates)
     by_key = {a.key: a for a in ATTRIBUTES}

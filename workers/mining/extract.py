@@ -43,7 +43,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from events import memory_types
 from events.config import Config, LLMConfig
+from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
 
 from ..llm import Backend, make_backend
 from ..llm.lenient_json import LenientJSONError, loads_lenient
@@ -56,10 +58,7 @@ SYSTEM = (
     "You turn a conversation into long-term memories. Reply with only JSON, on one line: "
     '{"memories": [...]}. Each memory is an object with:\n'
     '"content": one short sentence that names the person it is about;\n'
-    '"type": "user_preference" (likes, habits, plans, events in their life), '
-    '"workspace_profile" (only their name, home, job or employer), "project_fact" (a fact '
-    'or decision about a project), "tool_use" (how a tool or command behaves) or '
-    '"workflow" (steps someone follows);\n'
+    f'"type": {memory_types.prompt_text()};\n'
     '"subject": one to three words for what it is about (the same words for facts that '
     "would replace each other);\n"
     '"turns": the numbers of the lines it comes from.\n'
@@ -71,10 +70,10 @@ TOKENS_PER_MEMORY = 48       # the answer's budget: this much per memory asked f
 PROMPT_OVERHEAD = 420        # estimated tokens of SYSTEM, the template and the closing line
 MIN_CONFIDENCE, DEFAULT_CONFIDENCE = 0.3, 0.8
 REPLY_EXCERPT = 600
-_TYPE_SYNONYMS = {"profile": "workspace_profile", "preference": "user_preference",
-                  "fact": "project_fact", "project": "project_fact", "tool": "tool_use",
-                  "personal": "user_preference", "event": "user_preference",
-                  "habit": "user_preference", "process": "workflow"}
+_TYPE_SYNONYMS = {"profile": PROFILE.name, "preference": PREFERENCE.name,
+                  "fact": PROJECT_FACT.name, "project": PROJECT_FACT.name, "tool": TOOL_USE.name,
+                  "personal": PREFERENCE.name, "event": PREFERENCE.name,
+                  "habit": PREFERENCE.name, "process": WORKFLOW.name}
 
 
 @dataclass(frozen=True)
@@ -142,12 +141,10 @@ def wanted(chunk: Chunk) -> int:
 
 
 def schema(limit: int) -> dict[str, Any]:
-    from projections.items import MEMORY_TYPES
-
     # No length limits: llama.cpp expands maxLength into a grammar that samples slowly.
     memory = {"type": "object", "properties": {
         "content": {"type": "string"},
-        "type": {"enum": list(MEMORY_TYPES)},
+        "type": {"enum": list(memory_types.names())},
         "subject": {"type": "string"},
         "turns": {"type": "array", "items": {"type": "integer"}}},
         "required": ["content", "type", "subject", "turns"]}
@@ -222,24 +219,22 @@ def memory_items(value: Any) -> list[Any]:
 
 
 def _type(value: Any) -> str:
-    from projections.items import MEMORY_TYPES
-
     text = str(value or "").strip().lower().replace(" ", "_").replace("-", "_")
-    if text in MEMORY_TYPES:
+    if memory_types.by_name(text):
         return text
     for word, mapped in _TYPE_SYNONYMS.items():
         if word in text:
             return mapped
-    return "user_preference"
+    return DEFAULT.name
 
 
 def _checked_type(value: Any, content: str) -> str:
     """The model's type, except a profile that is not an identity fact (see the module
     doc)."""
     type_ = _type(value)
-    if type_ == "workspace_profile" and not _IDENTITY.search(content.casefold()):
+    if type_ == PROFILE.name and not _IDENTITY.search(content.casefold()):
         found = type_of(content)
-        return found if found and found != "workspace_profile" else "user_preference"
+        return found if found and found != PROFILE.name else DEFAULT.name
     return type_
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
+
 from .candidates import Candidate
 from .chunks import Chunk, Turn
 from .statements import Statement, is_disclosure, sentences, statements
@@ -49,25 +51,25 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
     (_p(r"\bmy name is\b|\bi (?:live|am living|'m living) in\b|\bi(?:'ve| have)? moved to\b"
         r"|\bi work (?:at|for|as)\b|\bi(?:'m| am) from\b|\bi(?:'m| am) an? (?:\w+ )?(?:engineer"
         r"|developer|teacher|nurse|designer|manager|student|doctor|writer|artist|counselor"
-        r"|scientist|researcher)\b"), "workspace_profile", "pattern", 0.7),
+        r"|scientist|researcher)\b"), PROFILE.name, "pattern", 0.7),
     (_p(r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t|can'?t) (?:work|build|start|run"
         r"|compile)\b|\b(?:fails|failed|crashes|crashed|breaks|broke|hangs)\b"),
-     "tool_use", "pitfall", 0.6),
+     TOOL_USE.name, "pitfall", 0.6),
     (_p(r"\bworkaround\b|\bthe fix (?:is|was)\b|\b(?:fixed|solved) it by\b"),
-     "tool_use", "workaround", 0.6),
+     TOOL_USE.name, "workaround", 0.6),
     (_p(r"\bi (?:really |absolutely |do |don'?t |do not |still )?(?:like|love|enjoy|prefer"
         r"|hate|dislike|adore|can'?t stand)\b|\bmy fav(?:ou?rite)\b"),
-     "user_preference", "pattern", 0.7),
+     PREFERENCE.name, "pattern", 0.7),
     (_p(r"\b(?:i|we)(?:'ve| have)? decided\b|\bwe agreed\b|\bi chose\b|\bi plan to\b"
         r"|\b(?:i|we)(?:'re| are|'m| am) going to\b|\bi(?:'m| am) planning\b"),
-     "project_fact", "recommendation", 0.6),
+     PROJECT_FACT.name, "recommendation", 0.6),
     (_p(r"\bi (?:always|usually|never|often|normally)\b|\bevery (?:day|morning|evening|week"
-        r"|night|weekend)\b"), "workflow", "pattern", 0.6),
-    (_p(r"\bi (?:use|am using|'m using|switched to|run)\b"), "tool_use", "pattern", 0.6),
+        r"|night|weekend)\b"), WORKFLOW.name, "pattern", 0.6),
+    (_p(r"\bi (?:use|am using|'m using|switched to|run)\b"), TOOL_USE.name, "pattern", 0.6),
     (_p(r"\bi (?:just |recently |finally |also )?(?:went|started|joined|finished|adopted|bought"
         r"|signed up|visited|took|painted|ran|graduated|learned|met|won|made|wrote|tried"
         r"|volunteered|got|have been|'ve been)\b|\bi have (?:a|an|two|three|four|\d+) \w+"
-        r"|\bmy (?:\w+ )?(?:is|are|was|were|has|have) \w+"), "user_preference", "pattern", 0.6),
+        r"|\bmy (?:\w+ )?(?:is|are|was|were|has|have) \w+"), PREFERENCE.name, "pattern", 0.6),
 ]
 
 
@@ -97,8 +99,8 @@ _RECOMMEND = _p(r"(?:should|must|always use|never use|recommend|better to|prefe
 
 def _by_topic(type_: str, text: str) -> str:
     """A decision or a tool note about something that is not software is a preference."""
-    if type_ in ("project_fact", "tool_use") and not (set(content_words(text)) & _TECH):
-        return "user_preference"
+    if type_ in (PROJECT_FACT.name, TOOL_USE.name) and not (set(content_words(text)) & _TECH):
+        return PREFERENCE.name
     return type_
 
 
@@ -112,7 +114,7 @@ def _remembered(turn: Turn, sentence: str) -> Candidate | None:
         return None
     to_do = remembered.group(1) == " to"
     text = ("Remember to " + said) if to_do else said[0].upper() + said[1:]
-    type_ = "project_fact" if set(content_words(said)) & _TECH else "user_preference"
+    type_ = PROJECT_FACT.name if set(content_words(said)) & _TECH else DEFAULT.name
     return Candidate(type_, text[:MAX_CHARS], "recommendation", said if to_do else "", 0.9,
                      tags_of(said, turn.speaker), subject_key(said, turn.speaker), [turn.n])
 
@@ -133,10 +135,10 @@ def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
 def _from_statement(statement: Statement) -> Candidate:
     said, turn = statement.said, statement.turn
     subject = subject_key(said, turn.speaker)
-    type_ = "workspace_profile" if subject.endswith(_IDENTITY_ATTRIBUTES) \
-        else type_of(said) or "user_preference"
-    if type_ == "workspace_profile" and not subject:
-        type_ = "user_preference"   # only identity facts are profile (recall puts it first)
+    type_ = PROFILE.name if subject.endswith(_IDENTITY_ATTRIBUTES) \
+        else type_of(said) or DEFAULT.name
+    if type_ == PROFILE.name and not subject:
+        type_ = DEFAULT.name   # only identity facts are profile (recall puts it first)
     return Candidate(type_, statement.text, kind_of(said), "", STATEMENT_CONFIDENCE,
                      tags_of(statement.text, turn.speaker), subject, [turn.n],
                      needs_attribute=statement.owned)
