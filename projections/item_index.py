@@ -16,6 +16,7 @@ from events import RecordedEvent
 from .engine import Projector
 from .items import LONG_TERM, Item, forget_keys, items_from, long_term_sections
 from .long_term import ForgetMarks, render, without_forgotten
+from .schema import create_table
 
 ITEM_EVENTS = frozenset({
     "UserTurn", "AssistantTurn", "Remembered", "FactsExtracted", "MemoriesMined", "ProfileSet",
@@ -35,17 +36,12 @@ class ItemIndexProjector(Projector):
         self.marks.create(db)
         db.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_long_term ("
                    " id INTEGER PRIMARY KEY CHECK (id = 1), content TEXT NOT NULL)")
-        db.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.table} ("
-            " key TEXT PRIMARY KEY, source TEXT NOT NULL, id TEXT NOT NULL, refs TEXT NOT NULL,"
-            " at TEXT NOT NULL, session TEXT NOT NULL, type TEXT NOT NULL,"
-            " content_hash TEXT NOT NULL, seq INTEGER NOT NULL)"
-        )
-        db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_id ON {self.table} (id)")
-        db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_source ON {self.table} (source)")
-        # a turn's neighbours in its session (recall shows a turn with its reply)
-        db.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_session ON {self.table}"
-                   " (session, source, seq)")
+        create_table(db, self.table, {
+            "key": str, "source": str, "id": str, "refs": str, "at": str, "session": str,
+            "type": str, "content_hash": str, "seq": int}, "key", indexes=[
+                (f"{self.table}_id", ("id",)), (f"{self.table}_source", ("source",)),
+                # a turn's neighbours in its session (recall shows a turn with its reply)
+                (f"{self.table}_session", ("session", "source", "seq"))])
 
     @abstractmethod
     def store(self, db: sqlite3.Connection, rowid: int, item: Item) -> None:

@@ -21,6 +21,7 @@ from events import RecordedEvent
 
 from .engine import Projector, mark_dirty
 from .items import forget_keys, journal_items
+from .schema import create_table
 from .secrets import scrub
 
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
@@ -35,15 +36,11 @@ class JournalProjector(Projector):
     version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS journal_entries ("
-            " id TEXT PRIMARY KEY, date TEXT NOT NULL, at TEXT NOT NULL, source TEXT NOT NULL,"
-            " content TEXT NOT NULL, refs TEXT NOT NULL, derived_from TEXT NOT NULL,"
-            " seq INTEGER NOT NULL, n INTEGER NOT NULL)")
-        db.execute("CREATE INDEX IF NOT EXISTS journal_entries_date"
-                   " ON journal_entries (date, seq, n)")
-        db.execute("CREATE TABLE IF NOT EXISTS journal_archived (date TEXT PRIMARY KEY,"
-                   " at TEXT NOT NULL)")
+        create_table(db, "journal_entries", {
+            "id": str, "date": str, "at": str, "source": str, "content": str, "refs": str,
+            "derived_from": str, "seq": int, "n": int}, "id",
+            indexes=[("journal_entries_date", ("date", "seq", "n"))])
+        create_table(db, "journal_archived", {"date": str, "at": str}, "date")
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS journal_entries")

@@ -17,6 +17,7 @@ from events import RecordedEvent
 
 from .engine import Projector, mark_dirty
 from .items import forget_texts
+from .schema import create_table
 from .secrets import scrub
 
 FILE = "MEMORY.md"
@@ -79,8 +80,7 @@ class ForgetMarks:
         self.table = table
 
     def create(self, db: sqlite3.Connection) -> None:
-        db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ("
-                   " length INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (length, digest))")
+        create_table(db, self.table, {"length": int, "digest": str}, ("length", "digest"))
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute(f"DROP TABLE IF EXISTS {self.table}")

@@ -33,6 +33,7 @@ from events.clock import from_iso
 
 from .engine import Projector
 from .items import Item, forget_keys, memory_items
+from .schema import create_table
 
 FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
@@ -47,21 +48,18 @@ class MemoriesProjector(Projector):
     version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS memories ("
-            " id TEXT PRIMARY KEY, type TEXT NOT NULL, content TEXT NOT NULL,"
-            " kind TEXT NOT NULL DEFAULT '', action TEXT NOT NULL DEFAULT '',"
-            " confidence REAL NOT NULL DEFAULT 1.0, relevancy REAL NOT NULL DEFAULT 1.0,"
-            " tags TEXT NOT NULL DEFAULT '[]', status TEXT NOT NULL DEFAULT 'active',"
-            " supersedes TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL,"
-            " updated_at TEXT NOT NULL, session TEXT NOT NULL DEFAULT '',"
-            " refs TEXT NOT NULL DEFAULT '[]', source TEXT NOT NULL DEFAULT '',"
-            " reason TEXT NOT NULL DEFAULT '', seq INTEGER NOT NULL,"
-            " subject TEXT NOT NULL DEFAULT '', last_seen TEXT NOT NULL DEFAULT '')")
-        db.execute("CREATE INDEX IF NOT EXISTS memories_type ON memories (type, status)")
+        create_table(db, "memories", {
+            "id": str, "type": str, "content": str, "kind": str, "action": str,
+            "confidence": float, "relevancy": float, "tags": str, "status": str,
+            "supersedes": str, "created_at": str, "updated_at": str, "session": str,
+            "refs": str, "source": str, "reason": str, "seq": int, "subject": str,
+            "last_seen": str}, "id", defaults={
+                "kind": "", "action": "", "confidence": 1.0, "relevancy": 1.0, "tags": "[]",
+                "status": "active", "supersedes": "[]", "session": "", "refs": "[]",
+                "source": "", "reason": "", "subject": "", "last_seen": ""},
+            indexes=[("memories_type", ("type", "status"))])
         # turn event id → ref, so that forgetting a turn by its id also finds what cites its ref
-        db.execute("CREATE TABLE IF NOT EXISTS memory_turn_refs (event_id TEXT PRIMARY KEY,"
-                   " ref TEXT NOT NULL)")
+        create_table(db, "memory_turn_refs", {"event_id": str, "ref": str}, "event_id")
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS memories")

@@ -17,6 +17,7 @@ from events import RecordedEvent
 from events.types import TURN_TYPES
 
 from .engine import Projector
+from .schema import create_table
 
 
 class MiningProjector(Projector):
@@ -25,22 +26,17 @@ class MiningProjector(Projector):
     version = 1
 
     def create(self, db: sqlite3.Connection) -> None:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS mining_sessions ("
-            " session TEXT PRIMARY KEY, backend TEXT NOT NULL DEFAULT '',"
-            " started_at TEXT NOT NULL DEFAULT '', ended INTEGER NOT NULL DEFAULT 0,"
-            " ended_at TEXT NOT NULL DEFAULT '', turns INTEGER NOT NULL DEFAULT 0,"
-            " last_turn_seq INTEGER NOT NULL DEFAULT 0, last_turn_at TEXT NOT NULL DEFAULT '',"
-            " mined_upto INTEGER NOT NULL DEFAULT 0, chunks INTEGER NOT NULL DEFAULT 0,"
-            " memories INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
-            " model TEXT NOT NULL DEFAULT '')")
-        db.execute("CREATE INDEX IF NOT EXISTS mining_waiting"
+        columns = {"session": str, "backend": str, "started_at": str, "ended": int,
+                   "ended_at": str, "turns": int, "last_turn_seq": int, "last_turn_at": str,
+                   "mined_upto": int, "chunks": int, "memories": int, "failures": int,
+                   "model": str}
+        create_table(db, "mining_sessions", columns, "session", defaults={
+            c: "" if t is str else 0 for c, t in columns.items() if c != "session"})
+        db.execute("CREATE INDEX IF NOT EXISTS mining_waiting"   # on an expression: SQL
                    " ON mining_sessions (last_turn_seq - mined_upto)")
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS mining_failures ("
-            " seq INTEGER PRIMARY KEY, session TEXT NOT NULL, first_seq INTEGER NOT NULL,"
-            " last_seq INTEGER NOT NULL, model TEXT NOT NULL, error TEXT NOT NULL,"
-            " at TEXT NOT NULL)")
+        create_table(db, "mining_failures", {
+            "seq": int, "session": str, "first_seq": int, "last_seq": int, "model": str,
+            "error": str, "at": str}, "seq")
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS mining_sessions")

@@ -15,6 +15,7 @@ from typing import Any
 from events import RecordedEvent
 
 from .engine import Projector
+from .schema import create_table
 
 MIN_SESSIONS_FOR_ADVICE = 10
 HIGH_UTILISATION = 0.90
@@ -28,15 +29,15 @@ class StatsProjector(Projector):
     version = 1
 
     def create(self, db: sqlite3.Connection) -> None:
-        db.execute("CREATE TABLE IF NOT EXISTS memory_stats ("
-                   " session_id TEXT PRIMARY KEY, budget_tokens INTEGER NOT NULL,"
-                   " injected_tokens INTEGER NOT NULL, compressed INTEGER NOT NULL,"
-                   " avg_tokens_per_sec REAL, recorded_at TEXT NOT NULL)")
-        db.execute("CREATE TABLE IF NOT EXISTS stats_open ("
-                   " session_id TEXT PRIMARY KEY, budget_tokens INTEGER NOT NULL DEFAULT 0,"
-                   " injected_tokens INTEGER NOT NULL DEFAULT 0,"
-                   " compressed INTEGER NOT NULL DEFAULT 0,"
-                   " tps_sum REAL NOT NULL DEFAULT 0, tps_count INTEGER NOT NULL DEFAULT 0)")
+        create_table(db, "memory_stats", {
+            "session_id": str, "budget_tokens": int, "injected_tokens": int, "compressed": int,
+            "avg_tokens_per_sec": float, "recorded_at": str}, "session_id",
+            nullable=["avg_tokens_per_sec"])
+        create_table(db, "stats_open", {
+            "session_id": str, "budget_tokens": int, "injected_tokens": int, "compressed": int,
+            "tps_sum": float, "tps_count": int}, "session_id", defaults={
+                "budget_tokens": 0, "injected_tokens": 0, "compressed": 0, "tps_sum": 0,
+                "tps_count": 0})
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS memory_stats")

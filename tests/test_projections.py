@@ -144,3 +144,25 @@ def test_the_projections_are_read_through_a_memory_map_and_the_log_is_not(
     finally:
         reader.db.close()
     assert log.db.execute("PRAGMA mmap_size").fetchone()[0] == 0
+
+
+def test_tables_are_built_inside_the_open_transaction(tmp_path: Path) -> None:
+    """sqlite-utils' statements join the engine's transaction: a build rolled back leaves no
+    table; a built one has its key, its defaults and NOT NULL where no default is given."""
+    from projections.schema import create_table
+
+    db = sqlite3.connect(tmp_path / "p.db", isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    create_table(db, "t", {"id": str, "n": int, "note": str}, "id", defaults={"n": 0},
+                 indexes=[("t_n", ("n",))])
+    db.execute("ROLLBACK")
+    assert not db.execute("SELECT name FROM sqlite_master").fetchall()
+    db.execute("BEGIN IMMEDIATE")
+    create_table(db, "t", {"id": str, "n": int, "note": str}, "id", defaults={"n": 0},
+                 indexes=[("t_n", ("n",))])
+    db.execute("INSERT INTO t (id, note) VALUES ('a', 'x')")
+    db.execute("COMMIT")
+    assert db.execute("SELECT * FROM t").fetchall() == [("a", 0, "x")]
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute("INSERT INTO t (id) VALUES ('b')")
+    assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} >= {"t", "t_n"}
