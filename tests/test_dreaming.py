@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from freezegun import freeze_time
 
 from events import EventLog, Home, clock
 from events.types import MemoriesMined, Remembered, UserTurn
@@ -160,6 +161,18 @@ def test_an_old_history_is_measured_in_its_own_time(home: Home) -> None:
         said(log, T0)                                 # the person comes back a year later
     report = dream(home, now=T0 + 300 * DAY)
     assert report.archived == 1 and set(active(home)) == {"home", "editor", "like", "kin"}
+
+
+def test_the_wall_clock_alone_ages_nothing(home: Home) -> None:
+    """The system clock two years past the history (freezegun moves it for everything that
+    reads it): the dream that takes its time from the clock still fades nothing, because
+    relevancy counts in the log's own time."""
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("event", "Ann went to a pottery fair"))
+    with freeze_time(T0 + 700 * DAY):
+        report = dream(home)
+    assert report.archived == 0 and report.decayed_at == T0.date().isoformat()
+    assert "event" in active(home)
 
 
 def test_recall_weighs_memories_by_their_relevancy(home: Home) -> None:

@@ -8,6 +8,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
+from freezegun import freeze_time
+
 from events import EventLog, Home, clock
 from events.transcript import import_file
 from events.types import MemoriesMined, Remembered
@@ -195,3 +198,32 @@ def test_the_workers_minute_tick_runs_the_night_through_the_queue(home: Home,
         schedule_tick()  # the same night: not again
     with EventLog(home.events_db) as log:
         assert log.head() == head
+
+
+@pytest.mark.parametrize("zone, first_due_utc", [("Europe/Berlin", "2024-01-15 01:00"),
+                                                 ("America/New_York", "2024-01-15 07:00"),
+                                                 ("Asia/Kolkata", "2024-01-14 20:30")])
+def test_the_night_starts_at_its_hour_of_local_time(zone: str, first_due_utc: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mining.at` (02:00) is the machine's local time: under freezegun's clock, in three
+    zones, the night is due from that local hour for six hours, and once a night."""
+    import time
+
+    from events.config import Config
+    from workers.schedule import night_due
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        due = dt.datetime.fromisoformat(first_due_utc).replace(tzinfo=dt.UTC)
+        config = Config()
+        for offset, expected in ((-1, False), (0, True), (359, True), (360, False)):
+            with freeze_time(due + dt.timedelta(minutes=offset)):
+                local = clock.now().astimezone()
+                assert night_due(config, local, None) is expected, (zone, offset)
+        with freeze_time(due):
+            night = clock.now().astimezone().date().isoformat()
+            assert not night_due(config, clock.now().astimezone(), night)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
