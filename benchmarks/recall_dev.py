@@ -12,7 +12,7 @@ diarist's recall as `diarist recall` gives it:
   every stale one in the top 10 (``workers.eval.metrics.recency``).
 
 Overall and per category, plus the mean tokens used within 512. ``--set NAME=VALUE``
-overrides a module constant for a sweep (``--set projections.recall.ESSAY_WEIGHT=0.4``);
+overrides a module constant for a sweep (``--set projections.weights.ESSAY_WEIGHT=0.4``);
 ``--dump FILE`` writes one JSON line per question (refs found, evidence) for reading
 failures. It reads the dev sets only; held-out sets are not to be tuned on.
 

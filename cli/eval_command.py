@@ -62,6 +62,9 @@ def _bar(total: int, label: str) -> Iterator[Progress]:
               help="Reply length cap for --answer.")
 @click.option("--cache", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer cache (JSON lines; default: var/eval/answers.jsonl of the home).")
+@click.option("--set", "weights", multiple=True, metavar="NAME=VALUE",
+              help="Set one of recall's weights (projections/weights.py) for this run, "
+                   "e.g. COSINE_WEIGHT=2.5; repeatable; the report names what was set.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path),
               help="Write report.md, report.json and PNG charts into DIR.")
@@ -74,7 +77,8 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
              answer: bool,
              backend: str | None, model: str | None, base_url: str | None,
              script: Path | None, window: int | None,
-             max_tokens: int, cache: Path | None, as_json: bool, report: Path | None,
+             max_tokens: int, cache: Path | None, weights: tuple[str, ...], as_json: bool,
+             report: Path | None,
              export: Path | None) -> None:
     """Evaluate memory on DATASET: a folder of <conv>.transcript.jsonl + <conv>.questions.jsonl,
     LoCoMo's locomo10.json, a LongMemEval JSON file, or `changed-facts` (generated from
@@ -93,7 +97,7 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
         dataset, current_home(create=True),
         EvalOptions(limit=limit, sample=sample, seed=seed, categories=categories, keep=keep,
                     embed=not no_embed, window=window, night=night),
-        settings, report, export)
+        settings, report, export, weights)
     try:
         outcome = evaluate(request, progress=_bar)
     except KeyboardInterrupt:

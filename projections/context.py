@@ -4,7 +4,7 @@ The words that answer a question are often not the words that match it: "How did
 feel watching the meteor shower?" is answered by "It was one of those moments where I felt
 tiny and in awe", said two turns after the meteor shower was named; "Which team did you
 sign with?" is answered by "The Minnesota Wolves!". So each candidate turn's score gains
-:data:`CONTEXT_WEIGHT` times the best score of its neighbours in the same session — the
+:data:`weights.CONTEXT_WEIGHT` times the best score of its neighbours in the same session — the
 turn before and after it at full weight, two turns away at half — and a neighbour that was
 not a candidate joins the candidates that way (scored by its own cosine, which the vector
 cache gives exactly, plus its neighbours'). A turn cut into passages counts with its best
@@ -21,23 +21,10 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from . import weights
 from .items import TURN
 from .search import HIT_COLUMNS, Hit, slot_sql, take_slots
 from .speakers import speaker_of
-
-CONTEXT_WEIGHT = 0.35  # share of the best neighbour's score a turn gains
-REACH = 2              # turns looked at on each side (the statement in neighbours() reads two)
-# Only the best CONTEXT_OF candidate turns (by their own fused score) have their neighbours
-# read; the others gain no context (and still give it to a neighbour that is read). At
-# 100,000 items a question has ~100 candidate turns and ~420 new neighbours; reading them all
-# was the largest part of a warm recall after the vector search. Dev harness, every
-# neighbour → 60 → 40 → 20: LoCoMo top-10 / @512 0.812 / 0.804 → same → 0.812 / 0.807 (every
-# category the same or higher) → 0.811 / 0.806 (single-hop top-10 0.904 → 0.895);
-# LongMemEval 0.967 / 0.917 and changed-facts recency (seed 0: 0.938; seeds 1–4: 0.921,
-# changed-state 0.286) the same at each. Warm recall at 100k, p50: 27.5–29.3 → 23.8–24.4 →
-# 22.4–23.0 ms.
-CONTEXT_OF = 40
-FAR_WEIGHT = 0.5       # what a neighbour two turns away counts for, against one next to it
 
 
 @dataclass(frozen=True)
@@ -61,7 +48,7 @@ def candidate_turns(db: sqlite3.Connection, ids: list[str]) -> dict[str, Turn]:
 def neighbours(db: sqlite3.Connection, turns: list[Turn]) -> dict[str, list[tuple[str, float]]]:
     """The turns around each of ``turns`` in its session (before it, then after it, the
     nearest first), each with the weight its score counts for (1.0 next to it,
-    :data:`FAR_WEIGHT` two away). One statement for all: two queries per turn, from Python,
+    :data:`weights.FAR_WEIGHT` two away). One statement for all: two queries per turn, from Python,
     took ~3 ms of a warm recall at 100,000 items."""
     placed = [turn for turn in turns if turn.session]
     out: dict[str, list[tuple[str, float]]] = {turn.id: [] for turn in turns}
@@ -78,8 +65,9 @@ def neighbours(db: sqlite3.Connection, turns: list[Turn]) -> dict[str, list[tupl
             " FROM two", [v for turn in chunk for v in (turn.id, turn.session, turn.seq)]
         ).fetchall()
         for id_, *near in rows:
-            before, after = near[:REACH], near[REACH:]
-            out[id_] = [(n, 1.0 if distance == 0 else FAR_WEIGHT) for side in (before, after)
+            before, after = near[:weights.REACH], near[weights.REACH:]
+            out[id_] = [(n, 1.0 if distance == 0 else weights.FAR_WEIGHT)
+                        for side in (before, after)
                         for distance, n in enumerate(side) if n is not None]
     return out
 
@@ -195,12 +183,12 @@ class TurnReads:
 
 def _best_turns(own: Mapping[str, float], turn_of: Mapping[str, str],
                 places: Mapping[str, Turn]) -> list[str]:
-    """The :data:`CONTEXT_OF` candidate turns with the best own score (a turn cut into
+    """The :data:`weights.CONTEXT_OF` candidate turns with the best own score (a turn cut into
     passages: its best passage's); ties by id."""
     best: dict[str, float] = {}
     for key, id_ in turn_of.items():
         best[id_] = max(best.get(id_, 0.0), own.get(key, 0.0))
-    return sorted(places, key=lambda id_: (-best.get(id_, 0.0), id_))[:CONTEXT_OF]
+    return sorted(places, key=lambda id_: (-best.get(id_, 0.0), id_))[:weights.CONTEXT_OF]
 
 
 def in_context(db: sqlite3.Connection, own: Mapping[str, float],
@@ -229,7 +217,7 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
               if not models(turn.session, speaker.get(id_, ""))}
     around = reads.around([places[id_] for id_ in _best_turns(own, turn_of, places)])
     for place in places:
-        around.setdefault(place, [])  # below the best CONTEXT_OF: no context of its own
+        around.setdefault(place, [])  # below the best weights.CONTEXT_OF: no context of its own
     nearby = reads.items({n for near in around.values() for n, _ in near} - set(places))
     near_turns = {hit.id: (hit.session, name) for hit, name in nearby.values()}
     people = set(places) | {id_ for id_, (session, name) in near_turns.items()
@@ -257,5 +245,5 @@ def in_context(db: sqlite3.Connection, own: Mapping[str, float],
     for key in scores:
         id_ = turn_all.get(key)
         if id_ is not None and id_ in context:
-            scores[key] += CONTEXT_WEIGHT * context[id_]
+            scores[key] += weights.CONTEXT_WEIGHT * context[id_]
     return scores, fresh

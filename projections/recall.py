@@ -22,16 +22,12 @@ from events.db import read_transaction
 from events.memory_types import PROJECT_FACT, head, names
 from events.text import repaired
 
-from . import context
+from . import context, weights
 from .fts import STOPWORDS
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states, replaced_refs
 from .recency import (
-    COMPARED,
-    LIFT_INTENTS,
-    RELEVANT_SHARE,
-    SAME_SUBJECT,
     change_factors,
     recency_factors,
     superseded_factors,
@@ -43,38 +39,7 @@ from .tokens import estimate
 from .when import period_factors
 
 DEFAULT_BUDGET = 512          # tokens, when the model's context window is unknown
-CANDIDATES = 50               # depth of each ranked list before fusion
-CONTENDERS = 200              # fused scores among which a turn's neighbour must be to be read
-COSINE_WEIGHT = 3.0           # fused score = BM25 / best BM25 of the query + COSINE_WEIGHT · cosine
-LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the budget
-LINE_OVERLAP = 3              # within a budget, a MEMORY.md line shares this many words
-# The profile and project facts together take at most this share: mining can type hundreds
-# of memories project_fact, and the 1.5B model's 243 memories of the LoCoMo dev set, all
-# put first, left the scored part no room (evidence recall @512 0.642 → 0.031). Facts that
-# do not fit compete with everything else in the scored part.
-HEAD_FACTS_SHARE = 0.25
 MIN_ITEM_TOKENS = 8           # stop looking once less room than any real item needs is left
-FRESHNESS_HALF_LIFE_DAYS = 90.0
-FRESHNESS_FLOOR = 0.5         # an old item keeps at least half its score
-# On a question about the present, a turn whose fact a newer one replaced (dreaming
-# superseded every memory that cites it) keeps this share of its score: still there for
-# "where did she live before?", below the current value for "where does she live?".
-REPLACED_WEIGHT = 0.5
-REPLACED_INTENTS = ("present", "state")
-SUCCESSORS_OF = 3            # on a present question, newer same-subject items of the best 3 join
-NEIGHBOURS = 16              # nearest items looked at for each of them
-# A passage of an essay — a turn cut into at least ESSAY_PASSAGES passages (about 170
-# tokens and more: an assistant's long reply, a paste) — counts for less: such a turn, cut
-# up, gives many pieces that restate the question's topic and crowd out the short
-# statements a person makes about themselves. LongMemEval dev (20 questions) evidence
-# recall @512 by weight: 1.0 → 0.688; 0.8 → 0.762; 0.6 → 0.838; 0.5 → 0.85; 0.4 → 0.892.
-# 0.5, not lower, so an answer inside a long reply is still found. From 4 passages: from
-# 2, LoCoMo (whose few long turns are a person's own news) fell 0.703 → 0.659 @512.
-# (Swept 2026-11-23 with a harness that calls this recall() as `diarist eval` does; to
-# reproduce a point, set the constant and run `diarist eval
-# ../shared/bench/longmemeval/longmemeval_s_dev.json` — its 0.5 run gave 0.850.)
-ESSAY_WEIGHT = 0.5
-ESSAY_PASSAGES = 4
 
 
 class Semantic(Protocol):
@@ -151,7 +116,7 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
 
 
 def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set[str]:
-    """Profile, project facts (together at most :data:`HEAD_FACTS_SHARE` of the budget;
+    """Profile, project facts (together at most :data:`weights.HEAD_FACTS_SHARE` of the budget;
     facts by confidence × relevancy, then newest), then MEMORY.md up to its share — within
     a budget and for a ``query`` (the question without the speakers' names) only its lines
     that answer it (:func:`_relevant_lines`); returns the content hashes used, so the
@@ -160,7 +125,7 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     crowded turns out of a 512-token budget; its lines are the active memories, which are
     scored items themselves)."""
     used: set[str] = set()
-    room = math.inf if filler.budget <= 0 else HEAD_FACTS_SHARE * filler.budget
+    room = math.inf if filler.budget <= 0 else weights.HEAD_FACTS_SHARE * filler.budget
     for kind in head():  # each head type's items have its name for their source
         memories = list_memories(db, kind.name)
         if kind is PROJECT_FACT:  # newest first among equals (both sorts are stable)
@@ -175,7 +140,7 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     long_term = read_long_term(db)
     if long_term:
         share = (filler.room() if filler.budget <= 0
-                 else min(filler.room(), LONG_TERM_SHARE * filler.budget))
+                 else min(filler.room(), weights.LONG_TERM_SHARE * filler.budget))
         whole = filler.budget <= 0 or not query.strip()
         text = _fit_lines(long_term if whole else _relevant_lines(long_term, query), share)
         if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "",
@@ -207,7 +172,7 @@ def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
 
 
 def _relevant_lines(text: str, query: str) -> str:
-    """MEMORY.md with only the bullets that share at least :data:`LINE_OVERLAP` words
+    """MEMORY.md with only the bullets that share at least :data:`weights.LINE_OVERLAP` words
     (their first five letters, so "moved" meets "move"; all of them for a shorter question)
     with ``query``, under their headings; "" when none does. A file of a year's facts would
     otherwise fill its share of every budget, whatever is asked (LoCoMo evidence recall
@@ -215,7 +180,7 @@ def _relevant_lines(text: str, query: str) -> str:
     wanted = _stems(query)
     if not wanted:
         return ""
-    need = min(LINE_OVERLAP, len(wanted))
+    need = min(weights.LINE_OVERLAP, len(wanted))
     out: list[str] = []
     heading: list[str] = []
     for line in text.splitlines():
@@ -256,7 +221,8 @@ def _freshness(at: str, now: dt.datetime) -> float:
         age_days = max((now - clock.from_iso(at)).total_seconds() / 86400, 0.0)
     except ValueError:
         return 1.0
-    return FRESHNESS_FLOOR + (1 - FRESHNESS_FLOOR) * 0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)
+    floor, half_life = weights.FRESHNESS_FLOOR, weights.FRESHNESS_HALF_LIFE_DAYS
+    return floor + (1 - floor) * 0.5 ** (age_days / half_life)
 
 
 def _fuse(lexical: list[Hit], cosines: dict[str, float]) -> dict[str, float]:
@@ -267,7 +233,7 @@ def _fuse(lexical: list[Hit], cosines: dict[str, float]) -> dict[str, float]:
     best = max((h.score for h in lexical), default=0.0) or 1.0
     scores = {h.key: h.score / best for h in lexical}
     for key, cosine in cosines.items():
-        scores[key] = scores.get(key, 0.0) + COSINE_WEIGHT * cosine
+        scores[key] = scores.get(key, 0.0) + weights.COSINE_WEIGHT * cosine
     return scores
 
 
@@ -292,11 +258,11 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
         if head else set()
     skip = set(exclude)
     if semantic is not None:
-        semantic.prefetch(named.query, CANDIDATES)  # embedded and scanned beside FTS5
+        semantic.prefetch(named.query, weights.CANDIDATES)  # embedded and scanned beside FTS5
     total = indexed_items(db)  # read outside the transaction: see search.indexed_items
     slots: dict[str, int] | None = {} if semantic is not None else None
     with read_transaction(db):
-        lexical = search(db, query, CANDIDATES, common=semantic is None, total=total,
+        lexical = search(db, query, weights.CANDIDATES, common=semantic is None, total=total,
                          slots=slots)
         ranked = [(score, hit) for score, hit in _ranked(db, query, lexical, named, semantic,
                                                          now, slots or {})
@@ -309,18 +275,9 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     return RecallResult(query, budget, filler.used, filler.items)
 
 
-# Without a budget a turn cut into passages counts its best passage plus this share of its
-# other passages' scores (a long reply that matches in several places is worth more than
-# one that matches once). Top-10 evidence recall, with a model's reply shown after the
-# question it answers, on the dev harness (this recall() over homes built once): LongMemEval
-# dev 0.892 (share 0) → 0.925 (0.25, 0.5); LoCoMo dev 0.751 (0) → 0.752 (0.25) → 0.748 (0.5).
-# `diarist eval` with 0.25: 0.925 and 0.752 (docs/experiments.md).
-PASSAGE_SUM_SHARE = 0.25
-
-
 def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
     """Without a budget whole turns are shown: rank a turn cut into passages by its best
-    passage plus :data:`PASSAGE_SUM_SHARE` of the others' scores."""
+    passage plus :data:`weights.PASSAGE_SUM_SHARE` of the others' scores."""
     rest: dict[str, float] = {}
     best: dict[str, tuple[float, Hit]] = {}
     for score, hit in ranked:
@@ -335,7 +292,7 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
         if hit.source == TURN and key_part(hit.key) is not None:
             if best[hit.id][1] is not hit:
                 continue
-            score += PASSAGE_SUM_SHARE * rest.get(hit.id, 0.0)
+            score += weights.PASSAGE_SUM_SHARE * rest.get(hit.id, 0.0)
         out.append((score, hit))
     out.sort(key=lambda pair: (-pair[0], pair[1].key))
     return out
@@ -352,18 +309,18 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     reads.know(lexical, slots)
     cosines: dict[str, float] = {}
     if semantic is not None:
-        if context.CONTEXT_WEIGHT:  # while the other thread embeds the query
+        if weights.CONTEXT_WEIGHT:  # while the other thread embeds the query
             reads.warm([hit.id for hit in lexical if hit.source == TURN], semantic.embedding)
         # the lexical hits' cosines once the query is embedded, while the file is scanned
         lexical_cosines = semantic.cosines(named.query,
                                            {h.key: h.content_hash for h in lexical}, reads.slots)
-        cosines = dict(semantic.nearest(named.query, CANDIDATES))
+        cosines = dict(semantic.nearest(named.query, weights.CANDIDATES))
         cosines.update((key, cosine) for key, cosine in lexical_cosines.items()
                        if key not in cosines)
     fused = _fuse(lexical, cosines)
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
-    if context.CONTEXT_WEIGHT:
+    if weights.CONTEXT_WEIGHT:
         reads.know(hits.values())
         chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
         fused, fresh = context.in_context(
@@ -371,7 +328,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
                         if hit.source == TURN},
             (lambda keys, slots: semantic.cosines(named.query, keys, slots))
             if semantic is not None else None,
-            COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats), reads)
+            weights.COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats),
+            reads)
         hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
     # a remembered note's journal line has the note's id: a superseded value stays in its
     # day's journal file but is no answer any more
@@ -379,7 +337,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
     intent = temporal_intent(query)
-    replaced = replaced_refs(db) if intent in REPLACED_INTENTS else set()
+    replaced = replaced_refs(db) if intent in weights.REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)
@@ -395,27 +353,27 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     ranked = [(score * factor * date, hit)
               for (score, hit), factor, date in zip(ranked, factors, dated, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
-    if semantic is not None and intent in LIFT_INTENTS and len(ranked) > 1:
+    if semantic is not None and intent in weights.LIFT_INTENTS and len(ranked) > 1:
         ranked = _with_successors(db, ranked, semantic)
-        top = ranked[:COMPARED]
+        top = ranked[:weights.COMPARED]
         similarity = semantic.similarity([hit.content_hash for _, hit in top])
         kept = superseded_factors([s for s, _ in top], [h.at for _, h in top], similarity,
                                   intent)
         ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
-                        + ranked[COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
+                        + ranked[weights.COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
     return ranked
 
 
 def _weight(hit: Hit, now: dt.datetime, essays: set[str],
             states: Mapping[str, tuple[str, float, float]], replaced: set[str]) -> float | None:
     """A candidate's weight: freshness, essays lighter, memories by confidence ×
-    relevancy, a replaced turn by :data:`REPLACED_WEIGHT`; None for what is not shown (a
+    relevancy, a replaced turn by :data:`weights.REPLACED_WEIGHT`; None for what is not shown (a
     memory or a remembered note's journal line no longer active, MEMORY.md's sections)."""
     if hit.source == LONG_TERM:
         return None     # MEMORY.md comes in the head only (see _fixed_head)
     weight = _freshness(hit.at, now)
     if hit.id in essays:
-        weight *= ESSAY_WEIGHT
+        weight *= weights.ESSAY_WEIGHT
     if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
         return None
     if hit.source == MEMORY:
@@ -424,13 +382,13 @@ def _weight(hit: Hit, now: dt.datetime, essays: set[str],
             return None
         weight *= confidence * relevancy
     if replaced and hit.source == TURN and set(hit.refs) <= replaced:
-        weight *= REPLACED_WEIGHT
+        weight *= weights.REPLACED_WEIGHT
     return weight
 
 
 def _contenders(fused: dict[str, float], fresh: dict[str, Hit]) -> list[str]:
     """The neighbours that joined (``fresh``) that are ranked: those among the
-    :data:`CONTENDERS` best fused scores; a neighbour below them drops out. Begun as a cost
+    :data:`weights.CONTENDERS` best fused scores; a neighbour below them drops out. Begun as a cost
     cut — at 100,000 items reading every neighbour's item a second time took a third of warm
     recall (p50 49 → 35 ms); the items now come with the speakers' read — and kept as the
     ranking it gave: none of the dev sets' answers ranks that low (the same evidence recall
@@ -438,18 +396,18 @@ def _contenders(fused: dict[str, float], fresh: dict[str, Hit]) -> list[str]:
     if not fresh:
         return []
     scores = sorted(fused.values(), reverse=True)
-    floor = scores[min(CONTENDERS, len(scores)) - 1]
+    floor = scores[min(weights.CONTENDERS, len(scores)) - 1]
     return [key for key in fresh if fused[key] >= floor]
 
 
 def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
-    """The turns among ``turn_ids`` cut into at least ``ESSAY_PASSAGES`` passages."""
+    """The turns among ``turn_ids`` cut into at least ``weights.ESSAY_PASSAGES`` passages."""
     ids = sorted(set(turn_ids))
     if not ids:
         return set()
     rows = db.execute(f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(ids))})"
                       " AND +source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",  # +: by id
-                      [*ids, ESSAY_PASSAGES]).fetchall()
+                      [*ids, weights.ESSAY_PASSAGES]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -462,17 +420,18 @@ def _with_successors(db: sqlite3.Connection, ranked: list[tuple[float, Hit]],
     best = ranked[0][0]
     known = {hit.key for _, hit in ranked}
     found: dict[str, float] = {}
-    for score, hit in ranked[:SUCCESSORS_OF]:
-        if score < RELEVANT_SHARE * best:
+    for score, hit in ranked[:weights.SUCCESSORS_OF]:
+        if score < weights.RELEVANT_SHARE * best:
             break
-        for key, cosine in semantic.neighbours(hit.content_hash, NEIGHBOURS):
-            if cosine >= SAME_SUBJECT and key not in known:
+        for key, cosine in semantic.neighbours(hit.content_hash, weights.NEIGHBOURS):
+            if cosine >= weights.SAME_SUBJECT and key not in known:
                 found[key] = max(found.get(key, 0.0), score)
     if not found:
         return ranked
     hits = items_by_key(db, list(found))
     followers = [(found[key], hit) for key, hit in hits.items()
-                 if any(hit.at > h.at for s, h in ranked[:SUCCESSORS_OF] if s >= found[key])]
+                 if any(hit.at > h.at for s, h in ranked[:weights.SUCCESSORS_OF]
+                        if s >= found[key])]
     return sorted(ranked + followers, key=lambda pair: (-pair[0], pair[1].key))
 
 

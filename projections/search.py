@@ -11,6 +11,7 @@ from typing import Any
 
 from events import RecordedEvent
 
+from . import weights
 from .fts import query_terms, quoted_any
 from .item_index import ItemIndexProjector
 from .items import Item
@@ -102,15 +103,9 @@ def take_slots(rows: list[Any], slots: dict[str, int] | None, key_at: int) -> li
     return [row[:-1] for row in rows]
 
 
-# A term found in more than this share of the items says little about any of them (a low
-# IDF) but costs the most: BM25 must score every item it matches. Such terms are left out
-# of the query when a rarer one remains.
-COMMON_TERM_SHARE = 0.02
-
-
 def _selective_terms(db: sqlite3.Connection, query: str, common: bool = True,
                      total: int | None = None) -> list[str]:
-    """The query's terms that say something: those in at most ``COMMON_TERM_SHARE`` of the
+    """The query's terms that say something: those in at most ``weights.COMMON_TERM_SHARE`` of the
     items; when no such term is in any item, the rarest common one (``common=False``: none —
     with cosine results beside it, a list ranked by one common word only adds noise, yet
     its best hit would score as high as any exact match). ``total``: the items indexed,
@@ -120,7 +115,7 @@ def _selective_terms(db: sqlite3.Connection, query: str, common: bool = True,
         return terms
     if total is None:
         total = indexed_items(db)
-    limit = max(COMMON_TERM_SHARE * total, 50)
+    limit = max(weights.COMMON_TERM_SHARE * total, 50)
     # counted up to just past the limit: whether a term is rare is all that is asked, and
     # counting every item a common word is in ("what": a fifth of them) was the slow part
     capped = {t: _items_with(db, t, int(limit) + 1) for t in terms}

@@ -20,10 +20,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from . import weights
 from .turns import speakers_starting
 
-NAMED_WEIGHT = 1.0      # a turn by a speaker the question names keeps its score
-OTHER_WEIGHT = 0.7      # a turn by someone else, when the question names a speaker
 MIN_PREFIX = 2          # "Jo" for Joanna
 
 _WORD = re.compile(r"[^\W\d_]+")
@@ -84,11 +83,12 @@ def naming(db: sqlite3.Connection, query: str) -> Naming:
 def speaker_factors(named: Iterable[str], speakers: Sequence[str]) -> list[float]:
     """A weight per candidate (its speaker, '' for what is not a turn): when the query names
     some of the candidates' speakers (``named``) but not all, turns by others get
-    :data:`OTHER_WEIGHT`."""
+    :data:`weights.OTHER_WEIGHT`."""
     chosen = set(named)
     if not chosen or {s for s in speakers if s} <= chosen:
         return [1.0] * len(speakers)
-    return [1.0 if not s else NAMED_WEIGHT if s in chosen else OTHER_WEIGHT for s in speakers]
+    return [1.0 if not s else weights.NAMED_WEIGHT if s in chosen else weights.OTHER_WEIGHT
+            for s in speakers]
 
 
 # A turn under one of these names in an imported transcript is a model's reply, not a

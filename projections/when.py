@@ -4,7 +4,7 @@
 November 2022?", "What did I cook in March?" name a time, and what was said then is what
 answers: recall keeps the full score of items said within the named period (or shortly
 after it: one tells of a day in the days that follow) and lowers the rest to
-:data:`OUTSIDE_WEIGHT`. A question that names no date is not affected, nor one whose
+:data:`weights.OUTSIDE_WEIGHT`. A question that names no date is not affected, nor one whose
 period holds every candidate.
 
 Recognised: a day ("9 October 2022", "October 9, 2022", "Oct 9th", "2022-10-09", a day
@@ -20,7 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-OUTSIDE_WEIGHT = 0.4             # what an item said outside the named period keeps
+from . import weights
+
 DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
 MONTH_AFTER = dt.timedelta(days=7)
 
@@ -104,7 +105,7 @@ def _period(match: re.Match[str]) -> Period | None:
 
 def period_factors(query: str, times: Sequence[str]) -> list[float]:
     """A weight per candidate from its time (ISO; '' unknown): 1.0 within a period the query
-    names, :data:`OUTSIDE_WEIGHT` outside; all 1.0 when it names none or when no candidate
+    names, :data:`weights.OUTSIDE_WEIGHT` outside; all 1.0 when it names none or when no candidate
     (or every candidate) lies within."""
     named = periods(query)
     if not named:
@@ -118,4 +119,4 @@ def period_factors(query: str, times: Sequence[str]) -> list[float]:
         inside.append(when is None or any(p.holds(when) for p in named))
     if all(inside) or not any(inside):
         return [1.0] * len(times)
-    return [1.0 if within else OUTSIDE_WEIGHT for within in inside]
+    return [1.0 if within else weights.OUTSIDE_WEIGHT for within in inside]

@@ -189,3 +189,25 @@ def test_night_runs_the_default_night_on_each_home(tmp_path: Path) -> None:
                            "--keep-homes", str(tmp_path / "plain")).output)
     assert plain["options"]["night"] is False
     assert not (tmp_path / "plain" / home.name / "memory" / "MEMORY.md").exists()
+
+
+def test_set_sweeps_a_recall_weight_for_one_run(tmp_path: Path) -> None:
+    """`--set NAME=VALUE` sets one of projections/weights.py for the run (the report names
+    it) and puts it back after; a name that is no weight is refused before any work."""
+    from projections import weights
+
+    homes = str(tmp_path / "homes")
+    plain = json.loads(run("eval", "changed-facts", "--limit", "6", "--json",
+                           "--keep-homes", homes).output)
+    swept = json.loads(run("eval", "changed-facts", "--limit", "6", "--json",
+                           "--keep-homes", homes, "--set", "CANDIDATES=1").output)
+    assert "weights" not in plain and swept["weights"] == {"CANDIDATES": 1}
+    at_512 = [r["summary"]["overall"]["diarist"]["budget512"]["mean"] for r in (plain, swept)]
+    assert at_512[1] < at_512[0]          # one candidate a list: recall finds less
+    assert weights.CANDIDATES == 50
+    refused = run("eval", "changed-facts", "--keep-homes", str(tmp_path / "other"),
+                  "--set", "CANDIDATE=1", ok=False)
+    assert refused.exit_code == 1 and "'CANDIDATE=1' is not a recall weight" in refused.output
+    assert "COSINE_WEIGHT" in refused.output and not (tmp_path / "other").exists()
+    refused = run("eval", "changed-facts", "--set", "COSINE_WEIGHT=high", ok=False)
+    assert "COSINE_WEIGHT takes a float, not 'high'" in refused.output

@@ -55,7 +55,7 @@ def test_many_mined_project_facts_leave_room_for_the_scored_part(
         log: EventLog, store: ProjectionStore) -> None:
     """The head (profile and project facts) takes at most a quarter of the budget; the facts
     that do not fit compete in the scored part, where a relevant one is still found."""
-    from projections.recall import HEAD_FACTS_SHARE
+    from projections.weights import HEAD_FACTS_SHARE
 
     seed(log)
     log.append(MemoriesMined(session="m", memories=[{  # the oldest fact: no room in the head

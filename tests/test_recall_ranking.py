@@ -9,11 +9,9 @@ import pytest
 
 from events import EventLog, Home
 from events.types import AssistantTurn, SessionStarted, UserTurn
-from projections import ProjectionStore, open_store
+from projections import ProjectionStore, open_store, weights
 from projections import context as context_module
 from projections.context import (
-    CONTEXT_WEIGHT,
-    FAR_WEIGHT,
     TurnReads,
     candidate_turns,
     in_context,
@@ -24,7 +22,8 @@ from projections.items import TURN, embedding_text
 from projections.recall import recall
 from projections.recency import change_factors, recency_factors, temporal_intent
 from projections.speakers import naming, speaker_factors
-from projections.when import OUTSIDE_WEIGHT, period_factors, periods
+from projections.weights import CONTEXT_WEIGHT, FAR_WEIGHT, OUTSIDE_WEIGHT
+from projections.when import period_factors, periods
 
 T0 = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -118,12 +117,12 @@ def test_only_the_best_candidates_gain_context(log: EventLog, store: ProjectionS
     rows = dict(store.db.execute("SELECT json_extract(refs, '$[0]'), key FROM search_items"))
     strong, weak = rows["c:2"], rows["c:6"]  # s1 "Which team…", s2 "John, the lake…"
     turns = {strong: (strong.split(":")[1], "Tim"), weak: (weak.split(":")[1], "Tim")}
-    monkeypatch.setattr(context_module, "CONTEXT_OF", 1)
+    monkeypatch.setattr(weights, "CONTEXT_OF", 1)
     scores, fresh = in_context(store.db, {strong: 1.0, weak: 0.5}, turns, None, 3.0,
                                lambda session, speaker: False)
     assert rows["c:3"] in fresh and rows["c:5"] not in fresh  # s2's other turn: not read
     assert scores[weak] == pytest.approx(0.5)
-    monkeypatch.setattr(context_module, "CONTEXT_OF", 2)
+    monkeypatch.setattr(weights, "CONTEXT_OF", 2)
     scores, fresh = in_context(store.db, {strong: 1.0, weak: 0.5}, turns, None, 3.0,
                                lambda session, speaker: False)
     assert rows["c:5"] in fresh and scores[rows["c:5"]] == pytest.approx(CONTEXT_WEIGHT * 0.5)

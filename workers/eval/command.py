@@ -9,6 +9,7 @@ from typing import Any
 
 from events import Home
 from events.config import load_config
+from projections import weights
 
 from ..llm import make_backend
 from ..sync.progress import ProgressFactory, no_progress
@@ -42,6 +43,7 @@ class EvalRequest:
     answer: AnswerSettings | None = None
     report: Path | None = None
     export: Path | None = None
+    weights: tuple[str, ...] = ()     # NAME=VALUE of projections.weights, for a sweep
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,10 @@ def evaluate(request: EvalRequest, *, progress: ProgressFactory = no_progress) -
         answerer = Answerer(backend, AnswerCache(cache_path), window=options.window,
                             max_tokens=settings.max_tokens)
         options = replace(options, answerer=answerer)
-    report = run_eval(dataset, options, config, progress=progress).to_json()
+    with weights.overridden(request.weights) as changed:
+        report = run_eval(dataset, options, config, progress=progress).to_json()
+    if changed:
+        report["weights"] = changed
     written = write_report(report, request.report) if request.report is not None else []
     return EvalOutcome(report, written, asked=answerer.asked if answerer else 0,
                        reused=answerer.reused if answerer else 0, cache=cache_path)
