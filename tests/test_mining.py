@@ -305,6 +305,14 @@ def test_truncated_and_single_quoted_answers_are_recovered() -> None:
     assert memory_items(loads_lenient(truncated)) == [{"content": "Ann uses neovim",
                                                        "turns": [1]}]
     assert memory_items(loads_lenient("[{'content': 'Ann uses neovim', 'turns': [1]}]"))
+    # the cap cut a memory after its text was whole: kept, cited by its words (turn 1)
+    cut = ('{"memories": [{"content": "Ann uses neovim", "turns": [1]}, '
+           '{"content": "Ann uses lazy.nvim", "type": "tool_use", "subject": "plugin man')
+    items = memory_items(loads_lenient(cut))
+    assert items == [{"content": "Ann uses neovim", "turns": [1]},
+                     {"content": "Ann uses lazy.nvim", "type": "tool_use"}]
+    kept = to_candidate(items[1], chunk)
+    assert kept is not None and kept.turns == [1] and kept.content == "Ann uses lazy.nvim"
 
 
 def test_dry_run_appends_nothing(home: Home, tmp_path: Path) -> None:

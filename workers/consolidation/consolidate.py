@@ -6,11 +6,11 @@ merged into a new MEMORY.md (``LongTermRewritten``).
   MEMORY.md that say what a superseded or archived memory said are dropped (the newer fact
   replaced it; it must not be injected any more).
 - **The deterministic merge** (always first): MEMORY.md is a ``# Memory`` file with one
-  ``##`` section per kind of memory (Profile, Preferences, Projects, Tools, Workflows, and
-  Notes for journal lines that are not typed memories; other sections a person wrote are
-  kept). A new entry joins its section as a bullet unless the section already says it (same
-  normal form). Over :data:`TARGET` characters (under the 12,288 cap) the oldest bullet of
-  the longest section goes first, until it fits.
+  ``##`` section per kind of memory (:data:`ORDER`: Profile, People, Preferences, Projects,
+  Tools, Workflows, Plans, and Notes for journal lines that are not typed memories; other
+  sections a person wrote are kept). A new entry joins its section as a bullet unless the
+  section already says it (same normal form). Over :data:`TARGET` characters (under the
+  12,288 cap) the oldest bullet of the longest section goes first, until it fits.
 - **The model** (when one is configured) then rewrites each section the merge changed —
   "merge bullets that say the same thing, keep every distinct fact" — when the section fits
   its context window. Its bullets are kept only if each shares content words with the

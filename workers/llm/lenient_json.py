@@ -4,9 +4,11 @@ Small models wrap JSON in code fences, add chatter before or after it, use singl
 or Python literals (``True``, ``None``), and run out of tokens half-way through a list.
 :func:`loads_lenient` tries, in order, for the fenced block (if any) and then the whole
 text: strict JSON; the span from the first ``[``/``{`` to the last ``]``/``}``; Python
-literal syntax; and a truncated answer cut back to its last complete list element with the
-open brackets closed. It raises :class:`LenientJSONError` saying what was wrong (shown to
-the model when it is asked again); :func:`decode_lenient` returns None instead.
+literal syntax; and a truncated answer cut back to its last complete list element — or to
+the last complete key and value of an object cut off inside it, so that a memory whose
+text is whole is kept without the fields the cap cut — with the open brackets closed. It
+raises :class:`LenientJSONError` saying what was wrong (shown to the model when it is asked
+again); :func:`decode_lenient` returns None instead.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)(?:```|$)")
 _PY_WORDS = {"true": "True", "false": "False", "null": "None"}
 _WORD = re.compile(r"\b(true|false|null)\b")
 _CLOSERS = {"[": "]", "{": "}"}
-MAX_CUTS = 8  # truncation repairs tried, from the last complete element backwards
+MAX_CUTS = 8  # truncation repairs tried, from the last complete element or pair backwards
 
 
 class LenientJSONError(ValueError):
@@ -100,8 +102,10 @@ def _python_literal(text: str) -> Any:
 
 
 def _truncation_repairs(text: str) -> list[str]:
-    """``text`` cut after each complete element of an open list (last first), with the
-    brackets still open at that point closed."""
+    """``text`` cut after each complete element of an open list, and after each complete
+    key and value of an open object (last first), with the brackets still open at that
+    point closed. A cut inside a string or after a bare key is never made: a value the cap
+    cut is left out whole."""
     stack: list[str] = []
     cuts: list[tuple[int, str]] = []
     quote: str | None = None
@@ -112,7 +116,7 @@ def _truncation_repairs(text: str) -> list[str]:
             continue
         if ch in "\"'":
             quote = ch
-        elif ch == "," and stack and stack[-1] == "[":  # after a complete element
+        elif ch == "," and stack:  # after a complete list element or key and value
             cuts.append((i, _closers(stack)))
         elif ch in "[{":
             stack.append(ch)
