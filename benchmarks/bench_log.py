@@ -364,7 +364,7 @@ def _wait_position(projections_db: Path, target: int, timeout: float) -> float |
 
 
 def bench_worker(report: Report, root: Path, rounds: int) -> None:
-    from workers.dispatch import after_append
+    from workers.dispatch import QUEUE
 
     home_dir = root / "home-worker"
     home_dir.mkdir()
@@ -388,7 +388,7 @@ def bench_worker(report: Report, root: Path, rounds: int) -> None:
                 appended = log.append(UserTurn(session="pickup", text=_text(rng, "user")),
                                       stream="pickup")
                 t0 = time.perf_counter()                  # the event is durable from here
-                after_append(Home(home_dir))
+                QUEUE.appended(Home(home_dir))
                 reached = _wait_position(projections_db, appended.seq, timeout=15.0)
                 if reached is None:
                     misses += 1

@@ -162,7 +162,7 @@ def part_log(home: Path, transcript: Path, turns: int, quick: bool) -> dict[str,
 def worker_pickup(home: Path, rounds: int) -> dict[str, Any]:
     """A `diarist worker` on the home: pickup latency of one appended event, and the
     worker's peak RSS (VmHWM) after that work."""
-    from workers.dispatch import after_append
+    from workers.dispatch import QUEUE
 
     proc = subprocess.Popen(diarist_command() + ["worker"], env=home_env(home),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -176,7 +176,7 @@ def worker_pickup(home: Path, rounds: int) -> dict[str, Any]:
                 appended = log.append(UserTurn(session="pickup", text=f"pickup round {i}"),
                                       stream="pickup")
                 t0 = time.perf_counter()
-                after_append(Home(home))
+                QUEUE.appended(Home(home))
                 reached = _wait_position(home / "projections.db", appended.seq, timeout=20)
                 if reached is not None and i > 0:
                     samples.append((reached - t0) * 1000)

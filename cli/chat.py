@@ -270,6 +270,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     running `diarist worker` on this home; with none running, the chat does it itself."""
     from workers.chat.handoff import AfterReply
     from workers.chat.session import ChatSession
+    from workers.dispatch import QUEUE
     from workers.llm import make_backend
 
     home = current_home(create=True)
@@ -286,7 +287,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
                    f"memory budget {session.budget}. /help for commands.")
         shadow = config.memory.shadow_journal if shadow_journal is None else shadow_journal
         after = AfterReply(home, session, store, shadow=shadow,
-                           echo=lambda text: echo(text, err=True), warned=shown)
+                           echo=lambda text: echo(text, err=True), queue=QUEUE, warned=shown)
         try:
             _loop(session, after, line)
         finally:

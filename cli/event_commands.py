@@ -33,9 +33,10 @@ def import_(file: Path) -> None:
     malformed line or conversation fails the whole import, saying what is wrong, and so
     does a transcript's ref already in the log for a different turn.
     """
+    from workers.dispatch import QUEUE
     from workers.transcripts import import_transcript
 
-    result = import_transcript(current_home(create=True), file)
+    result = import_transcript(current_home(create=True), file, queue=QUEUE)
     logger.info("import.done", file=str(file), format=result.format, appended=result.appended,
                 skipped=result.skipped)
     source = "standard input" if str(file) == "-" else file
@@ -203,12 +204,13 @@ def redact(key: str, pattern: str | None, regex: bool, reason: str, dry_run: boo
     """Remove a secret from the log itself: mask it in the event KEY names (seq, id or ref)
     and wherever the log repeats it, record `Redacted` (what and when, never the secret),
     rebuild the projections and compact every database."""
+    from workers.dispatch import QUEUE
     from workers.redaction.redact import redact as run_redact
 
     if regex and pattern is None:
         raise click.UsageError("--regex needs --pattern")
-    report = run_redact(current_home(), key, pattern=pattern, regex=regex, reason=reason,
-                        dry_run=dry_run)
+    report = run_redact(current_home(), key, queue=QUEUE, pattern=pattern, regex=regex,
+                        reason=reason, dry_run=dry_run)
     named = f"event {report.event.seq} ({report.event.type} {report.event.id})"
     what = f" ({', '.join(report.kinds)})" if report.kinds else ""
     if report.events:

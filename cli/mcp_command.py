@@ -33,6 +33,8 @@ def mcp() -> None:
             f"diarist mcp needs the home named: set ${HOME_ENV} (or --home) in the MCP "
             "client's configuration — a client starts servers in a folder of its choosing, "
             "where ./var is not your home")
+    from workers.dispatch import QUEUE
     from workers.mcp.server import serve_stdio
 
-    serve_stdio(current_home(create=True), on_start=lambda line: echo(line, err=True))
+    serve_stdio(current_home(create=True), queue=QUEUE,
+                on_start=lambda line: echo(line, err=True))

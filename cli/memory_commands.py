@@ -92,9 +92,10 @@ def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: i
 @friendly_errors
 def remember(text: str, type_: str) -> None:
     """Remember TEXT: a note in today's journal and a typed memory."""
+    from workers.dispatch import QUEUE
     from workers.memory.remember import remember as run_remember
 
-    done = run_remember(current_home(create=True), text, type_)
+    done = run_remember(current_home(create=True), text, type_, queue=QUEUE)
     echo(f"Remembered {done.event.id} ({type_}).")
     if done.warning:
         echo(f"Warning: {done.warning}", err=True)
@@ -162,9 +163,10 @@ def memory_show(memory_id: str) -> None:
 def memory_forget(key: str, reason: str) -> None:
     """Forget KEY (a memory id, journal entry id, or a turn's event id or ref) everywhere:
     recall, the search index, vectors, journal files and MEMORY.md."""
+    from workers.dispatch import QUEUE
     from workers.memory.forget import forget
 
-    count = forget(current_home(), key, reason)
+    count = forget(current_home(), key, reason, queue=QUEUE)
     echo(f"Forgot {key} ({count} item{'s' if count != 1 else ''}).")
 
 
@@ -175,9 +177,10 @@ def memory_forget(key: str, reason: str) -> None:
 @friendly_errors
 def memory_flag(memory_id: str, reason: str) -> None:
     """Flag a memory as doubtful: confidence −0.1; at 0.2 or below it is archived."""
+    from workers.dispatch import QUEUE
     from workers.memory.forget import flag
 
-    after = flag(current_home(), memory_id, reason)
+    after = flag(current_home(), memory_id, reason, queue=QUEUE)
     echo(f"Flagged {memory_id}: confidence {after.confidence:.2f}, {after.status}.")
 
 

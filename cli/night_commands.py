@@ -56,11 +56,12 @@ def mine(backend: str | None, model: str | None, base_url: str | None, script: P
 
     Resumable: a killed run goes on where it stopped, and no chunk of turns is ever mined
     twice. Without a model configured the heuristic extractor runs (no LLM needed)."""
+    from workers.dispatch import QUEUE
     from workers.night import mine_now
 
     spec = _spec(backend, model, base_url, script, heuristic)
     report = mine_now(current_home(), spec, sessions=list(sessions) or None, dry_run=dry_run,
-                      progress=bar_from(1))
+                      progress=bar_from(1), queue=QUEUE)
     what = "would be" if dry_run else ""
     echo(f"{'Dry run: ' if dry_run else ''}mined {report.sessions} session(s), "
                f"{report.chunks} chunk(s) of {report.turns} turns with "
@@ -85,9 +86,10 @@ def mine(backend: str | None, model: str | None, base_url: str | None, script: P
 def dream(dry_run: bool) -> None:
     """Merge duplicate memories, resolve conflicts (the fact said last wins), let relevancy
     fade and archive what fell below the floor."""
+    from workers.dispatch import QUEUE
     from workers.night import dream_now
 
-    report = dream_now(current_home(), dry_run=dry_run, progress=bar_from(1))
+    report = dream_now(current_home(), dry_run=dry_run, progress=bar_from(1), queue=QUEUE)
     echo(f"{'Dry run: ' if dry_run else ''}{report.memories} active memories in "
                f"{report.seconds:.1f} s: {report.merged} merged into {report.merged_groups}, "
                f"{report.superseded} superseded, {report.archived} archived"
@@ -106,10 +108,12 @@ def consolidate(backend: str | None, model: str | None, base_url: str | None,
                 script: Path | None, heuristic: bool, dry_run: bool) -> None:
     """Merge the journals since the last consolidation into MEMORY.md (within its cap).
     Nothing new: nothing is appended. Earlier versions: `diarist memory history`."""
+    from workers.dispatch import QUEUE
     from workers.night import consolidate_now
 
     spec = _spec(backend, model, base_url, script, heuristic)
-    report = consolidate_now(current_home(), spec, dry_run=dry_run, progress=bar_from(1))
+    report = consolidate_now(current_home(), spec, dry_run=dry_run, progress=bar_from(1),
+                             queue=QUEUE)
     if not report.changed:
         echo(f"Nothing to consolidate ({report.entries} new journal entries).")
         return
@@ -131,9 +135,10 @@ def consolidate(backend: str | None, model: str | None, base_url: str | None,
 def maintain(dry_run: bool) -> None:
     """Archive journals older than maintenance.archive_after_days to memory/archive/ and
     prune the queue (what `diarist worker` does every 6 h)."""
+    from workers.dispatch import QUEUE
     from workers.night import maintain_now
 
-    report = maintain_now(current_home(), dry_run=dry_run)
+    report = maintain_now(current_home(), dry_run=dry_run, queue=QUEUE)
     verb = "would archive" if dry_run else "archived"
     echo(f"journals: {verb} {len(report.archived)}"
                + (f" ({report.archived[0]} … {report.archived[-1]})" if report.archived else ""))

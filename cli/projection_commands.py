@@ -25,10 +25,11 @@ def sync(batch_size: int, no_embed: bool) -> None:
     Then, unless --no-embed: make sure the embedding model is exported under var/models/
     and chosen in the log (the first time this imports torch and takes several seconds),
     and embed every item that has no vector yet."""
+    from workers.dispatch import QUEUE
     from workers.sync.catch_up import sync as run_sync
 
     report = run_sync(current_home(), batch_size=batch_size, embed=not no_embed,
-                      progress=terminal_progress)
+                      progress=terminal_progress, queue=QUEUE)
     for name, position in report.positions.items():
         echo(f"{name}: at {position} (+{report.moved[name]})")
     if report.embedded is not None:
@@ -77,7 +78,8 @@ def replay(verify: bool, batch_size: int) -> None:
 @friendly_errors
 def status() -> None:
     """The log's size, each projection's position and lag, memory budget use and advice."""
+    from workers.dispatch import QUEUE
     from workers.sync.status import status_lines
 
-    for line in status_lines(current_home()):
+    for line in status_lines(current_home(), queue=QUEUE):
         echo(line)

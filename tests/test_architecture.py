@@ -4,6 +4,8 @@
 - No module cycle, counting every import that runs (module level or inside a function;
   ``if TYPE_CHECKING:`` blocks are left out: they never run).
 - ``cli/`` is presentation: no SQL, no threads, no queue plumbing.
+- Huey stays at the edge: no module of ``workers/`` but the edge's own imports the edge (a
+  capability is handed a ``workers.queue_port.QueuePort`` instead).
 """
 from __future__ import annotations
 
@@ -166,8 +168,57 @@ def test_no_module_cycles() -> None:
     assert _cycles(_without_package_inits(all_imports())) == []
 
 
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
+    """The loop the queue once had, hidden by imports inside functions: the tasks import the
+    shadow journal, which reaches the chat's hand-off, which enqueued through ``dispatch``,
+    which imported the tasks when called."""
+    sources = {
+        "pkg/__init__.py": "",
+        "pkg/chat/__init__.py": "",
+        "pkg/tasks.py": "from .chat.shadow_journal import journal\n",
+        "pkg/chat/shadow_journal.py": "def journal():\n    from .handoff import after\n",
+        "pkg/chat/handoff.py": "from ..dispatch import after_append\n",
+        "pkg/dispatch.py": "def after_append():\n    from .tasks import enqueue\n",
+    }
+    known = {}
+    for file, text in sources.items():
+        path = tmp_path / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        parts = Path(file).with_suffix("").parts
+        known[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    imports = [i for name, path in known.items() for i in imports_of(name, path, known)]
+    assert _cycles(_without_package_inits(imports)) == [
+        ["pkg.chat.handoff", "pkg.chat.shadow_journal", "pkg.dispatch", "pkg.tasks"]]
+
+
+# The Huey side: the queue, its tasks, the queue handed to capabilities, the consumer.
+EDGE = ("workers.app", "workers.tasks", "workers.dispatch", "workers.worker")
+
+
+def test_capabilities_never_import_the_edge() -> None:
+    """A capability takes a ``QueuePort`` argument: no module of ``workers/`` outside the
+    edge imports it, at any level (module top, inside a function, under TYPE_CHECKING)."""
+    assert set(EDGE) <= set(modules())
+    wrong = sorted({f"{i.source}:{i.line} imports {i.target}" for i in all_imports()
+                    if i.source.startswith("workers") and i.source not in EDGE
+                    and i.target in EDGE})
+    assert wrong == [], "only cli/ and the edge may import the Huey side:\n" + "\n".join(wrong)
+
+
+def test_the_edge_scan_sees_function_level_imports(tmp_path: Path) -> None:
+    """An import inside a function, relative or absolute, counts like one at the top."""
+    path = tmp_path / "remember.py"
+    path.write_text("def f():\n    from ..dispatch import QUEUE\n\n"
+                    "def g():\n    import workers.tasks\n", encoding="utf-8")
+    known = {**modules(), "workers.memory.remember": path}
+    assert {i.target for i in imports_of("workers.memory.remember", path, known)} == {
+        "workers.dispatch", "workers.tasks"}
+
+
+# cli/ may import workers.dispatch: it passes the queue to a library function (QueuePort).
 CLI_FORBIDDEN_IMPORTS = ("sqlite3", "threading", "huey", "workers.app", "workers.tasks",
-                         "workers.dispatch", "concurrent")
+                         "concurrent")
 
 
 @pytest.mark.parametrize("name", sorted(m for m in modules() if m.startswith("cli")))

@@ -343,6 +343,7 @@ CHATTER = textwrap.dedent("""
     from projections import open_store
     from workers.chat.handoff import AfterReply
     from workers.chat.session import ChatSession
+    from workers.dispatch import QUEUE
     from workers.llm import ScriptedBackend
     stop, who = sys.argv[1:3]
     home, sent, notes = Home.resolve(), [], []
@@ -350,7 +351,8 @@ CHATTER = textwrap.dedent("""
         while not os.path.exists(stop):
             session = ChatSession(home, log, store, ScriptedBackend(), load_config(home),
                                   tools=False)
-            after = AfterReply(home, session, store, shadow=False, echo=notes.append)
+            after = AfterReply(home, session, store, shadow=False, echo=notes.append,
+                               queue=QUEUE)
             session.start()
             for _ in range(5):
                 text = f"soak-chat-{who}-{len(sent)}-end: how are the harbour tides today?"

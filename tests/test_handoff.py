@@ -23,6 +23,7 @@ from workers.app import configure, huey
 from workers.chat.handoff import AfterReply
 from workers.chat.session import ChatSession
 from workers.chat.shadow_journal import EXTRACT_PROMPT
+from workers.dispatch import QUEUE
 from workers.llm import ScriptedBackend
 from workers.presence import hold_worker_lock, worker_present
 from workers.tasks import SHADOW_JOURNAL_TASK
@@ -237,7 +238,7 @@ def test_without_a_worker_the_journal_runs_beside_the_chat(home: Home, tmp_path:
         session = ChatSession(home, log, store, backend, Config())
         session.start()
         notes: list[str] = []
-        after = AfterReply(home, session, store, shadow=True, echo=notes.append)
+        after = AfterReply(home, session, store, shadow=True, echo=notes.append, queue=QUEUE)
         after.reply_done(session.send("I keep bees"))
         assert backend.extracting.wait(10)  # the extraction runs, and is stuck on the gate…
         reply = session.send("and honey")   # …while the chat goes on

@@ -11,11 +11,11 @@ from events import Home
 from events.config import load_config
 
 from .consolidation.consolidate import ConsolidationReport, consolidate
-from .dispatch import mining_extractor
 from .dreaming.dream import DreamReport, dream
 from .maintenance.maintain import MaintenanceReport, maintain
 from .mining.extract import MinerSpec, backend_for, miner_spec
 from .mining.mine import MineReport, mine
+from .queue_port import NO_QUEUE, QueuePort
 from .sync.catch_up import settle
 from .sync.progress import ProgressFactory, no_progress
 
@@ -28,36 +28,40 @@ def spec_for(home: Home, *, backend: str | None = None, model: str | None = None
 
 
 def mine_now(home: Home, spec: MinerSpec, *, sessions: list[str] | None = None,
-             dry_run: bool = False, progress: ProgressFactory = no_progress) -> MineReport:
-    """Mine every session ready to be mined (or ``sessions``) now."""
+             dry_run: bool = False, progress: ProgressFactory = no_progress,
+             queue: QueuePort = NO_QUEUE) -> MineReport:
+    """Mine every session ready to be mined (or ``sessions``) now; chunks are extracted
+    where ``queue`` says (here, or shared over a Redis queue)."""
     if spec.uses_model:   # an unreachable server fails here, before anything is written
         backend_for(spec, load_config(home).llm).context_window()
     if not dry_run:
-        settle(home)
-    report = mine(home, spec, extractor=mining_extractor(home, spec), sessions=sessions,
+        settle(home, queue=queue)
+    report = mine(home, spec, extractor=queue.extractor(home, spec), sessions=sessions,
                   dry_run=dry_run, progress=progress)
     if report.chunks and not dry_run:
-        settle(home)
+        settle(home, queue=queue)
     return report
 
 
-def dream_now(home: Home, *, dry_run: bool = False,
-              progress: ProgressFactory = no_progress) -> DreamReport:
+def dream_now(home: Home, *, dry_run: bool = False, progress: ProgressFactory = no_progress,
+              queue: QueuePort = NO_QUEUE) -> DreamReport:
     report = dream(home, dry_run=dry_run, progress=progress)
     if report.events and not dry_run:
-        settle(home)
+        settle(home, queue=queue)
     return report
 
 
 def consolidate_now(home: Home, spec: MinerSpec, *, dry_run: bool = False,
-                    progress: ProgressFactory = no_progress) -> ConsolidationReport:
+                    progress: ProgressFactory = no_progress,
+                    queue: QueuePort = NO_QUEUE) -> ConsolidationReport:
     report = consolidate(home, spec, dry_run=dry_run, progress=progress)
     if report.changed and not dry_run:
-        settle(home)
+        settle(home, queue=queue)
     return report
 
 
-def maintain_now(home: Home, *, dry_run: bool = False) -> MaintenanceReport:
-    """Archive old journals and prune the queue (it projects what it appends itself, and
+def maintain_now(home: Home, *, dry_run: bool = False,
+                 queue: QueuePort = NO_QUEUE) -> MaintenanceReport:
+    """Archive old journals and prune ``queue`` (it projects what it appends itself, and
     queues nothing: pruning is the point)."""
-    return maintain(home, dry_run=dry_run)
+    return maintain(home, dry_run=dry_run, queue=queue)

@@ -39,6 +39,7 @@ from .mining.distribute import Extractor
 from .mining.extract import MinerSpec, miner_spec
 from .mining.mine import MineReport, mine
 from .pass_lock import PassRunning
+from .queue_port import NO_QUEUE, QueuePort
 from .sync.catch_up import settle
 
 WINDOW_HOURS = 6
@@ -113,12 +114,16 @@ class NightReport:
     skipped: list[str] = field(default_factory=list)   # passes another process was running
 
 
-def run_night(home: Home, extractor_for: ExtractorFor) -> NightReport:
-    """Mine, dream, consolidate; a pass already running elsewhere is skipped."""
+def run_night(home: Home, extractor_for: ExtractorFor | None = None, *,
+              queue: QueuePort = NO_QUEUE) -> NightReport:
+    """Mine, dream, consolidate; a pass already running elsewhere is skipped. Mining
+    extracts with ``extractor_for`` (by default the ``queue``'s); settling prunes
+    ``queue``."""
+    extractor_for = extractor_for or queue.extractor
     config = load_config(home)
     spec = miner_spec(config)
     report = NightReport()
-    settle(home)   # the turns embedded: mining's classifier and dedup read their vectors
+    settle(home, queue=queue)  # the turns embedded: mining's classifier and dedup read them
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("mine", lambda: mine(home, spec, extractor=extractor_for(home, spec))),
         ("dream", lambda: dream(home)),
@@ -132,7 +137,7 @@ def run_night(home: Home, extractor_for: ExtractorFor) -> NightReport:
             continue
         setattr(report, {"mine": "mined", "dream": "dreamt",
                          "consolidate": "consolidated"}[name], result)
-    settle(home)   # nothing left waiting: what the night wrote is embedded and searchable
+    settle(home, queue=queue)  # nothing left waiting: the night's writing is searchable
     return report
 
 
@@ -161,8 +166,8 @@ def tick(home: Home, *, now: dt.datetime | None = None) -> list[str]:
     return due
 
 
-def maintain_now(home: Home) -> MaintenanceReport | None:
+def maintain_now(home: Home, *, queue: QueuePort = NO_QUEUE) -> MaintenanceReport | None:
     try:
-        return maintain(home)
+        return maintain(home, queue=queue)
     except PassRunning:
         return None

@@ -12,10 +12,16 @@ The night's work (``night.run``: mine, dream, consolidate), ``maintain.run`` and
 ``mine.session`` are queued by ``schedule.tick`` (every minute) when
 :mod:`workers.schedule` says they are due; ``mine.extract`` is one chunk of a mining pass
 shared over a Redis queue (:mod:`workers.mining.distribute`).
+
+:class:`HueyQueue` is the queue port (:mod:`workers.queue_port`) over these tasks: it sits
+here because a task both enqueues tasks and runs passes that take the port. Outside the
+worker it is handed on as :data:`workers.dispatch.QUEUE`. The events are already safe in the
+log when it enqueues, so a queue that cannot be reached is a warning, not an error.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from huey import crontab
 from huey.exceptions import TaskLockedException
@@ -32,8 +38,11 @@ from .mining.distribute import Extractor, LocalExtractor, QueueExtractor, extrac
 from .mining.extract import MinerSpec, miner_spec
 from .mining.mine import mine
 from .pass_lock import PassRunning
+from .queue_port import QueuePort
 from .schedule import maintain_now, run_night, tick
 from .sync.catch_up import catch_up_one, embed_available
+
+logger = get_logger("diarist.queue")
 
 # A killed worker leaves its lock behind. With Redis the lock expires after LOCK_TTL_S;
 # SQLite storage has no expiring keys, and there `diarist worker` flushes stale locks when it
@@ -124,19 +133,76 @@ def mine_extract_task(pass_id: str, chunk: dict, spec: dict) -> bool:
     return extract_queued(mining_queue, pass_id, chunk, spec, load_config(bound_home()).llm)
 
 
-def mining_extractor(home: Home, spec: MinerSpec) -> Extractor:
-    """Chunks extracted here (SQLite queue), or shared with the workers of a Redis queue."""
-    config = load_config(home)
-    if not config.redis_url:
-        return LocalExtractor(spec, config.llm, config.mining.parallel)
-    configure(home)
-    return QueueExtractor(mining_queue, spec, mine_extract_task, config.llm)
+class HueyQueue:
+    """The queue port (:class:`workers.queue_port.QueuePort`) over this module's tasks."""
+
+    def appended(self, home: Home) -> bool:
+        """Queue a catch-up of every projection for a running ``diarist worker``; False when
+        the queue could not be reached."""
+        try:
+            configure(home)
+            queued = enqueue_catch_up()
+        except Exception as exc:  # any queue failure is only a warning here
+            logger.warning("queue.unavailable", error=str(exc),
+                           hint="run `diarist sync` to update the projections")
+            return False
+        logger.info("queue.enqueued", projections=queued)
+        return True
+
+    def shadow_journal(self, home: Home, session_id: str, user_event_id: str,
+                       assistant_event_id: str, spec: dict[str, str | None]) -> bool:
+        """Queue ``memory.shadow_journal`` for one exchange; False when the queue could not
+        be reached (the caller then extracts in-process). ``spec`` rebuilds the backend
+        (:func:`workers.chat.handoff.backend_spec`): no API key goes through the queue."""
+        try:
+            configure(home)
+            shadow_journal_task(session_id, user_event_id, assistant_event_id,
+                                spec["backend_name"], spec["model"], base_url=spec["base_url"],
+                                script=spec["script"])
+        except Exception as exc:  # the chat falls back to extracting itself
+            logger.info("queue.unavailable", task=SHADOW_JOURNAL_TASK, error=str(exc))
+            return False
+        logger.info("queue.enqueued", task=SHADOW_JOURNAL_TASK, turn=assistant_event_id)
+        return True
+
+    def mine_session(self, home: Home, session: str) -> bool:
+        """Queue ``mine.session`` for a running worker; False when the queue is
+        unreachable."""
+        try:
+            configure(home)
+            mine_session_task(session)
+        except Exception as exc:  # the night's run mines it anyway
+            logger.info("queue.unavailable", task="mine.session", error=str(exc))
+            return False
+        return True
+
+    def extractor(self, home: Home, spec: MinerSpec) -> Extractor:
+        """Chunks extracted here (SQLite queue), or shared with the workers of a Redis
+        queue."""
+        config = load_config(home)
+        if not config.redis_url:
+            return LocalExtractor(spec, config.llm, config.mining.parallel)
+        configure(home)
+        return QueueExtractor(mining_queue, spec, mine_extract_task, config.llm)
+
+    def queues(self, home: Home) -> list[Any]:
+        """The home's queue and its mining queue (the latter's tasks carry turn text)."""
+        configure(home)
+        return [huey, mining_queue]
+
+    def describe(self, home: Home) -> str:
+        queue = configure(home)
+        where = queue.storage_kwargs.get("url") or queue.storage_kwargs.get("filename")
+        return f"{queue.storage_class.__name__} at {where}, {queue.pending_count()} pending"
+
+
+QUEUE: QueuePort = HueyQueue()
 
 
 @huey.task(name="night.run")
 def night_task() -> None:
     """Mine, dream, consolidate (workers/schedule.py), then project what they appended."""
-    report = run_night(bound_home(), mining_extractor)
+    report = run_night(bound_home(), queue=QUEUE)
     get_logger("diarist.worker").info(
         "night.done", skipped=report.skipped,
         mined=report.mined.new if report.mined else None,
@@ -147,7 +213,7 @@ def night_task() -> None:
 
 @huey.task(name="maintain.run")
 def maintenance_task() -> None:
-    maintain_now(bound_home())
+    maintain_now(bound_home(), queue=QUEUE)
 
 
 @huey.task(name="mine.session")
@@ -156,7 +222,7 @@ def mine_session_task(session: str) -> int | None:
     home = bound_home()
     spec = miner_spec(load_config(home))
     try:
-        report = mine(home, spec, sessions=[session], extractor=mining_extractor(home, spec))
+        report = mine(home, spec, sessions=[session], extractor=QUEUE.extractor(home, spec))
     except PassRunning:
         return None
     enqueue_catch_up()

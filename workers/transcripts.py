@@ -9,9 +9,9 @@ from pathlib import Path
 from events import DiaristError, EventLog, Home, RecordedEvent
 from events.transcript import export_lines, import_turns
 
-from .dispatch import after_append
 from .imports import LABELS, read_export
 from .imports.common import left_out_line
+from .queue_port import NO_QUEUE, QueuePort
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,10 @@ class Imported:
         return LABELS[self.format]
 
 
-def import_transcript(home: Home, path: Path) -> Imported:
+def import_transcript(home: Home, path: Path, *, queue: QueuePort = NO_QUEUE) -> Imported:
     """Append a transcript or a chat export (:mod:`workers.imports` tells which): all or
-    nothing, idempotent by ref; a running worker is asked to project what was appended.
-    The file is read and checked before the home is touched.
+    nothing, idempotent by ref; a running worker is asked (``queue``) to project what was
+    appended. The file is read and checked before the home is touched.
 
     A transcript's ref already in the log for a different turn refuses the import (a ref
     names one turn for good: its author can give a changed turn a new ref). An export's
@@ -44,7 +44,7 @@ def import_transcript(home: Home, path: Path) -> Imported:
         result = import_turns(log, export.turns, export.name, titles=export.titles,
                               changed="refuse" if export.format == "transcript" else "keep")
     if result.appended:
-        after_append(home)
+        queue.appended(home)
     left_out = export.left_out_lines()
     if result.copies:
         left_out.append(left_out_line("copy", result.copies) + " (imported before)")

@@ -3,7 +3,8 @@
 After each reply is printed, :class:`AfterReply` looks for a worker on the home
 (:func:`workers.presence.worker_present`, a lock probe of a few microseconds):
 
-- **a worker runs**: the projection catch-up is queued (:func:`workers.dispatch.after_append`) and,
+- **a worker runs**: the projection catch-up is queued (``queue``, the
+  :class:`~workers.queue_port.QueuePort` the cli passes in) and,
   with the shadow journal on, so is ``memory.shadow_journal`` with what the worker needs to
   rebuild the backend (name, model, server URL, a scripted backend's rules file — never an
   API key). Nothing is done in the chat's process.
@@ -31,11 +32,11 @@ from events.config import load_config
 from events.types import TURN_TYPES
 from projections import ProjectionStore
 
-from ..dispatch import after_append, enqueue_mine_session, enqueue_shadow_journal
 from ..mining.extract import miner_spec
 from ..mining.mine import mine
 from ..pass_lock import PassRunning
 from ..presence import worker_present
+from ..queue_port import QueuePort
 from ..sync.catch_up import catch_up_after_append
 from .background_journal import BackgroundJournal
 
@@ -52,8 +53,10 @@ class AfterReply:
     """Hands the work that follows each reply to a worker, or does it in this process."""
 
     def __init__(self, home: Home, session: Any, store: ProjectionStore, *, shadow: bool,
-                 echo: Callable[[str], None], warned: set[str] | None = None) -> None:
+                 echo: Callable[[str], None], queue: QueuePort,
+                 warned: set[str] | None = None) -> None:
         self.home, self.session, self.store, self.shadow = home, session, store, shadow
+        self.queue = queue  # the worker's queue (workers.dispatch.QUEUE from the cli)
         self.echo = echo  # where the user sees what happened (the terminal's stderr)
         self.journal: BackgroundJournal | None = None
         # catch-up warnings already shown (each once a session)
@@ -70,7 +73,7 @@ class AfterReply:
     def reply_done(self, reply: Any) -> None:
         """After a reply is shown: catch up (or queue it), then the shadow journal."""
         present = worker_present(self.home)
-        if not (present and after_append(self.home)):
+        if not (present and self.queue.appended(self.home)):
             present = False  # no worker, or its queue is unreachable: do it here
             self.catch_up()  # the next turn recalls what was said
         if not self.shadow or reply.interrupted or self.session.last_turn is None:
@@ -83,8 +86,8 @@ class AfterReply:
 
     def _enqueue_journal(self) -> bool:
         user_id, assistant_id = self.session.last_turn
-        return enqueue_shadow_journal(self.home, self.session.id, user_id, assistant_id,
-                                      backend_spec(self.session.backend))
+        return self.queue.shadow_journal(self.home, self.session.id, user_id, assistant_id,
+                                         backend_spec(self.session.backend))
 
     def report(self) -> None:
         """Show what the background thread has to say (call where printing is safe)."""
@@ -102,7 +105,7 @@ class AfterReply:
             self.report()
         if not worker_present(self.home):
             self.catch_up()
-        after_append(self.home)
+        self.queue.appended(self.home)
         self._mine_session()
 
     def _mine_session(self) -> None:
@@ -113,7 +116,7 @@ class AfterReply:
         turns = self.store.log.read(stream=self.session.id, types=TURN_TYPES)
         if len(turns) < config.mining.min_turns:
             return
-        if worker_present(self.home) and enqueue_mine_session(self.home, self.session.id):
+        if worker_present(self.home) and self.queue.mine_session(self.home, self.session.id):
             return
         self.echo("(mining this session into memory… Ctrl-C to skip)")
         try:

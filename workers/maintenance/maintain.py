@@ -15,6 +15,7 @@ from projections.journal import journal_days
 
 from ..pass_lock import pass_lock, pass_running
 from ..presence import worker_present
+from ..queue_port import NO_QUEUE, QueuePort
 from .queue import PruneReport, prune_queue
 
 
@@ -35,8 +36,8 @@ def journals_to_archive(home: Home, now: dt.datetime, older_than_days: int) -> l
                 if date < cutoff and not archived]
 
 
-def maintain(home: Home, *, now: dt.datetime | None = None,
-             dry_run: bool = False) -> MaintenanceReport:
+def maintain(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
+             queue: QueuePort = NO_QUEUE) -> MaintenanceReport:
     config = load_config(home)
     now = now or clock.now()
     report = MaintenanceReport(dry_run=dry_run)
@@ -51,25 +52,25 @@ def maintain(home: Home, *, now: dt.datetime | None = None,
                                          older_than_days=days)) for date in report.archived])
                 store.catch_up_all()
         if not dry_run:
-            report.queue, report.queue_error = prune(home)
+            report.queue, report.queue_error = prune(home, queue)
     return report
 
 
-def prune(home: Home) -> tuple[PruneReport | None, str]:
-    """Prune the home's queue and its mining queue; (the report, or None and why the queue
-    could not be reached)."""
-    from ..app import configure, mining_queue
-
+def prune(home: Home, queue: QueuePort) -> tuple[PruneReport | None, str]:
+    """Prune ``queue``'s queues (the home's, and its mining queue); (the report, or None and
+    why the queue could not be reached; None and "" with no queue)."""
     try:
-        huey = configure(home)
+        queues = queue.queues(home)
+        if not queues:
+            return None, ""
         flags = {"worker_running": worker_present(home),
                  "mining_running": pass_running(home, "mine")}
-        report = prune_queue(huey, **flags)
-        mining = prune_queue(mining_queue, **flags)
+        report, *others = [prune_queue(one, **flags) for one in queues]
     except Exception as exc:  # an unreachable queue is reported, never fatal here
         return None, str(exc)
-    for name, count in mining.dropped.items():
-        report.dropped[name] = report.dropped.get(name, 0) + count
-    report.keys += mining.keys
-    report.pending += mining.pending
+    for other in others:
+        for name, count in other.dropped.items():
+            report.dropped[name] = report.dropped.get(name, 0) + count
+        report.keys += other.keys
+        report.pending += other.pending
     return report, ""

@@ -36,8 +36,8 @@ from events.types import SessionEnded, SessionStarted, ToolCalled
 from projections import ProjectionStore
 
 from ..chat.tools import TOOL_SPECS, run_tool
-from ..dispatch import after_append
 from ..presence import worker_present
+from ..queue_port import QueuePort
 from ..sync.catch_up import catch_up_after_append
 
 BACKEND = "mcp"             # SessionStarted.backend of an MCP connection
@@ -81,8 +81,9 @@ def client_name(name: Any) -> str:
 class McpSession:
     """The events of one MCP connection (see the module doc). Thread-safe."""
 
-    def __init__(self, home: Home, log: EventLog, store: ProjectionStore) -> None:
-        self.home, self.log, self.store = home, log, store
+    def __init__(self, home: Home, log: EventLog, store: ProjectionStore, *,
+                 queue: QueuePort) -> None:
+        self.home, self.log, self.store, self.queue = home, log, store, queue
         self.id = f"mcp/{new_ulid()}"
         self.client = ""
         self.started = False
@@ -147,7 +148,7 @@ class McpSession:
         ``diarist sync`` embeds it."""
         try:
             if worker_present(self.home):
-                after_append(self.home)
+                self.queue.appended(self.home)
         except Exception as exc:  # only memory's freshness is at stake
             logger.info("mcp.hand_over_failed", error=str(exc))
 

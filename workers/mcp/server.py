@@ -41,6 +41,7 @@ from events import EventLog, Home
 from events.logger import get_logger
 from projections import open_store
 
+from ..queue_port import QueuePort
 from .bridge import McpSession, ToolSpec, tool_specs
 
 SERVER_NAME = "diarist"
@@ -191,11 +192,13 @@ async def _serve(session: McpSession) -> None:
         group.cancel_scope.cancel()
 
 
-def serve_stdio(home: Home, *, on_start: Callable[[str], None] = lambda _line: None) -> McpSession:
+def serve_stdio(home: Home, *, queue: QueuePort,
+                on_start: Callable[[str], None] = lambda _line: None) -> McpSession:
     """Serve one MCP client on stdin/stdout until it closes the connection (or Ctrl-C);
-    returns the session. ``on_start`` gets a line for stderr (never stdout)."""
+    returns the session. ``on_start`` gets a line for stderr (never stdout); ``queue`` tells
+    a running worker what the session appended."""
     with EventLog(home.events_db) as log, open_store(home, log) as store:
-        session = McpSession(home, log, store)
+        session = McpSession(home, log, store, queue=queue)
         on_start(f"diarist mcp: memory tools on stdio for {home.root} (session {session.id})")
         try:
             anyio.run(_serve, session)

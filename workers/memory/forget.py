@@ -8,14 +8,14 @@ from projections.lookup import texts_named_by
 from projections.memories import Memory, get_memory
 from projections.vector_matrix import refresh_vectors
 
-from ..dispatch import after_append
+from ..queue_port import NO_QUEUE, QueuePort
 
 
-def forget(home: Home, key: str, reason: str = "") -> int:
+def forget(home: Home, key: str, reason: str = "", *, queue: QueuePort = NO_QUEUE) -> int:
     """Forget what ``key`` names (a memory id, journal entry id, or a turn's event id or ref)
     in every projection — recall, the search index, vectors, journal files and MEMORY.md —
     by appending ``MemoryForgotten``; returns how many texts it named. Names nothing: an
-    error, and nothing is appended."""
+    error, and nothing is appended. ``queue`` tells a running worker."""
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         store.catch_up_all()
         texts = texts_named_by(store.db, key)
@@ -27,11 +27,12 @@ def forget(home: Home, key: str, reason: str = "") -> int:
         store.catch_up_all()
         refresh_vectors(store)  # zero the forgotten columns of the vector matrix file now
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # no old page keeps the text
-    after_append(home)
+    queue.appended(home)
     return len(texts)
 
 
-def flag(home: Home, memory_id: str, reason: str = "") -> Memory:
+def flag(home: Home, memory_id: str, reason: str = "", *,
+         queue: QueuePort = NO_QUEUE) -> Memory:
     """Flag an active memory as doubtful (``MemoryFlagged``: confidence −0.1, archived at
     0.2 or below); returns it as it is now."""
     with EventLog(home.events_db) as log, open_store(home, log) as store:
@@ -43,6 +44,6 @@ def flag(home: Home, memory_id: str, reason: str = "") -> Memory:
         log.append(MemoryFlagged(ids=[memory_id], reason=reason), stream=streams.MEMORY)
         store.catch_up_all()
         after = get_memory(store.db, memory_id)
-    after_append(home)
+    queue.appended(home)
     assert after is not None  # a flagged memory is archived, never deleted
     return after

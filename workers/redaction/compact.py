@@ -29,6 +29,7 @@ from projections.vector_cache import drop_orphan_vectors
 from projections.vector_matrix import refresh_vectors
 
 from ..maintenance.queue import drop_containing
+from ..queue_port import QueuePort
 from ..sync.replay import replay
 
 CHECKPOINT_TRIES = 30     # × (100 ms of busy waiting + 100 ms): give a reader ~6 s to finish
@@ -56,16 +57,17 @@ def needles(values: Sequence[str]) -> list[bytes]:
     return sorted(n for n in out if n)
 
 
-def compact(home: Home, values: Sequence[str]) -> Compaction:
-    """Steps 1–4 of the module doc; ``values`` (the masked texts, in memory only) may be
-    empty when a run only finishes an interrupted one's clean-up."""
+def compact(home: Home, values: Sequence[str], *, queue: QueuePort) -> Compaction:
+    """Steps 1–4 of the module doc (step 2 on ``queue``'s queues); ``values`` (the masked
+    texts, in memory only) may be empty when a run only finishes an interrupted one's
+    clean-up."""
     done = Compaction()
     replay(home)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         done.vectors = drop_orphan_vectors(store.db)
         refresh_vectors(store)
     found = needles(values)
-    done.queue_entries = _scrub_queue(home, found)
+    done.queue_entries = _scrub_queue(home, found, queue)
     for path in (home.events_db, home.projections_db, home.queue_db):
         if path.exists():
             if vacuum(path):
@@ -76,14 +78,11 @@ def compact(home: Home, values: Sequence[str]) -> Compaction:
     return done
 
 
-def _scrub_queue(home: Home, found: list[bytes]) -> int:
+def _scrub_queue(home: Home, found: list[bytes], port: QueuePort) -> int:
     if not found:
         return 0
-    from ..app import configure, huey, mining_queue
-
-    configure(home)
     removed = 0
-    for queue in (huey, mining_queue):  # the mining queue's tasks carry turn text
+    for queue in port.queues(home):  # the mining queue's tasks carry turn text
         try:
             removed += drop_containing(queue, found)
         finally:

@@ -35,6 +35,7 @@ from events.log import NewEvent
 from events.types import Payload, Redacted
 from projections.secrets import REDACTED, find, mask
 
+from ..queue_port import QueuePort
 from .compact import Compaction, compact
 
 PROPAGATE_MIN = 6  # shorter values are masked in the named event only
@@ -167,9 +168,10 @@ def _redacted_before(log: EventLog, event_id: str) -> list[str]:
             or r.payload.get("event_id") == event_id]
 
 
-def redact(home: Home, key: str, *, pattern: str | None = None, regex: bool = False,
-           reason: str = "", dry_run: bool = False) -> RedactReport:
-    """Redact the event ``key`` names (seq, id or ref); see the module doc."""
+def redact(home: Home, key: str, *, queue: QueuePort, pattern: str | None = None,
+           regex: bool = False, reason: str = "", dry_run: bool = False) -> RedactReport:
+    """Redact the event ``key`` names (seq, id or ref); see the module doc. ``queue``'s
+    entries holding a masked value are removed too."""
     matcher = _matcher(pattern, regex) if pattern is not None else None
     how = "scrubber" if pattern is None else "regex" if regex else "pattern"
     with EventLog(home.events_db) as log:
@@ -195,5 +197,5 @@ def redact(home: Home, key: str, *, pattern: str | None = None, regex: bool = Fa
                               masked=plan.masked)
             report.redacted = log.rewrite_payloads(
                 plan.payloads, NewEvent(stream=streams.LOG, data=record))
-    report.compaction = compact(home, plan.values)
+    report.compaction = compact(home, plan.values, queue=queue)
     return report

@@ -14,6 +14,7 @@ from projections.vector_cache import active_model, pending_count
 from projections.vector_embed import embed_pending
 from projections.vector_matrix import refresh_vectors
 
+from ..queue_port import NO_QUEUE, QueuePort
 from .progress import ProgressFactory, no_progress
 
 
@@ -33,18 +34,19 @@ def lag(store: ProjectionStore) -> int:
 NO_EMBED_ENV = "DIARIST_NO_EMBED"   # set: passes that settle project without embedding
 
 
-def settle(home: Home) -> SyncReport:
+def settle(home: Home, *, queue: QueuePort = NO_QUEUE) -> SyncReport:
     """What a pass runs when it ends (and mining before it starts): :func:`sync`, embedding
     unless ``$DIARIST_NO_EMBED`` is set (as ``diarist sync --no-embed``)."""
-    return sync(home, embed=not os.environ.get(NO_EMBED_ENV))
+    return sync(home, embed=not os.environ.get(NO_EMBED_ENV), queue=queue)
 
 
 def sync(home: Home, *, batch_size: int = DEFAULT_BATCH, embed: bool = True,
-         progress: ProgressFactory = no_progress) -> SyncReport:
+         progress: ProgressFactory = no_progress, queue: QueuePort = NO_QUEUE) -> SyncReport:
     """Run all pending projection work in this process. With ``embed``: make sure the
     embedding model is exported and chosen in the log (the first time this imports torch
     and takes several seconds), then embed every item that has no vector yet. Either way the
-    matrix file is refreshed, so vectors of forgotten items leave it."""
+    matrix file is refreshed, so vectors of forgotten items leave it. Then ``queue`` is
+    pruned."""
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         with progress(lag(store), "Projecting") as step:
             moved = store.catch_up_all(batch_size=batch_size, progress=step)
@@ -62,7 +64,7 @@ def sync(home: Home, *, batch_size: int = DEFAULT_BATCH, embed: bool = True,
                             model, pending_count(store))
     from ..maintenance.maintain import prune
 
-    prune(home)  # the catch-ups queued for a worker are done now: drop them if none runs
+    prune(home, queue)  # the catch-ups queued for a worker are done: dropped if none runs
     return report
 
 

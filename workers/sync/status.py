@@ -15,12 +15,13 @@ from projections.vector_cache import active_model, pending_count
 
 from ..maintenance.sizes import disk_usage, human
 from ..presence import last_worker_pid, worker_present
+from ..queue_port import QueuePort
 
 
-def status_lines(home: Home) -> list[str]:
+def status_lines(home: Home, *, queue: QueuePort) -> list[str]:
     """What ``diarist status`` prints. It never fails on a damaged or read-only home: it
     checks the log and the projections database (``PRAGMA quick_check``), says which one is
-    broken or stale and what to run, and shows the rest."""
+    broken or stale and what to run, and shows the rest (``queue`` as it describes itself)."""
     config = load_config(home)
     readonly = not writable(home)
     lines = [f"home: {home.root}" + (" (read-only: reading works, nothing can be written)"
@@ -39,7 +40,7 @@ def status_lines(home: Home) -> list[str]:
               else EventLog(home.events_db)) as log:
             lines += store_lines(home, log, config, reading)
     lines.append("queue: not read (the home is read-only)" if readonly
-                 else f"queue: {queue_line(home)}")
+                 else f"queue: {queue_line(home, queue)}")
     lines.append(f"worker: {worker_line(home)}")
     lines.append("disk: " + ", ".join(
         f"{name} {human(size)}" + (f" ({files} files)" if name.endswith("journals") else "")
@@ -123,12 +124,8 @@ def worker_line(home: Home) -> str:
     return "running" + (f" (last started: pid {pid})" if pid else "")
 
 
-def queue_line(home: Home) -> str:
-    from ..app import configure
-
+def queue_line(home: Home, queue: QueuePort) -> str:
     try:
-        huey = configure(home)
-        where = huey.storage_kwargs.get("url") or huey.storage_kwargs.get("filename")
-        return f"{huey.storage_class.__name__} at {where}, {huey.pending_count()} pending"
+        return queue.describe(home)
     except Exception as exc:  # status reports, it does not fail
         return f"unavailable ({exc})"
