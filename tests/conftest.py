@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import freezegun
 import pytest
 from click.testing import CliRunner, Result
 
@@ -17,6 +18,14 @@ from cli.main import cli
 from events import EventLog, Home
 from events.home import UMASK
 from projections import ProjectionStore, open_store
+
+# freezegun looks for datetime in every loaded module when a freeze starts: with torch and
+# the other libraries of the embedding export loaded, that took 13 s a test. Diarist reads
+# the time through events.clock; these libraries' clocks need not move.
+freezegun.configure(extend_ignore_list=[
+    "torch", "transformers", "sentence_transformers", "onnx", "onnxruntime", "tokenizers",
+    "numpy", "scipy", "sklearn", "huey", "sqlite_utils", "matplotlib", "mcp", "starlette",
+    "uvicorn", "httpx2", "openai", "hypothesis", "nltk", "pydantic", "anyio"])
 
 # What the CLI sets for itself: files the tests' fixtures create are as private as the
 # CLI's, so no command run in-process finds a "loose" home to tighten (and says so).
