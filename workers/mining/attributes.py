@@ -343,7 +343,10 @@ def change_of(subject: str) -> str:
     return _CHANGE_OF.get(subject.rpartition("|")[2], REPLACES)
 
 
-# The words English announces a change with: a new value in place of an old one.
+# The words English announces a replacement with: a new value in place of an old one.
+# Narrower than recall's projections.recency._CHANGE, which also counts news that adds
+# ("adopted", "took up", "bought a new"): lifting the newer turn is right for those, but
+# superseding the older fact would drop one still true.
 _CHANGE = re.compile(
     r"\b(?:now|nowadays|these days|instead|any ?more|no longer|switched|changed|renamed"
     r"|quit|gave up|given up|stopped|dropped|replaced|sold)\b",
