@@ -18,13 +18,14 @@
 """
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import clock
 from .db import (
@@ -51,9 +52,10 @@ from .home import Home
 from .ids import new_ulid
 from .logger import get_logger
 from .migrations import MigrationFailed, Migrations
-from .types import Event, Payload, Registry
+from .types import Event, Payload, Registry, type_names
 from .types import registry as default_registry
 
+EventT = TypeVar("EventT", bound=Event)
 BUSY_TIMEOUT_S = 60.0
 META_KEYS = ("causation_id", "correlation_id", "ref", "idempotency_key")
 
@@ -172,9 +174,30 @@ class RecordedEvent:
 
     @property
     def data(self) -> Event:
-        if self.problem:
-            raise UnreadableEvent(f"{self.label()}: {self.problem}")
-        return self.registry.decode(self.type, self.schema_version, self.payload)
+        """The typed event (upcast, then its dataclass): projectors and their helpers read
+        fields from it, so mypy checks the names. Decoded once per recorded event and kept
+        beside the fields (by hand: ``functools.cached_property`` takes a lock on every first
+        read in Python 3.11, 1.6 µs an event)."""
+        data: Event | None = self.__dict__.get("_data")
+        if data is None:
+            if self.problem:
+                raise UnreadableEvent(f"{self.label()}: {self.problem}")
+            data = self.__dict__["_data"] = self.registry.decode(
+                self.type, self.schema_version, self.payload)
+        return data
+
+    def data_as(self, cls: builtins.type[EventT]) -> EventT:
+        """:attr:`data`, which must be a ``cls`` (a read filtered by that type)."""
+        data = self.data
+        if not isinstance(data, cls):
+            raise TypeError(f"{self.label()} is not a {cls.type_name()}")
+        return data
+
+    @property
+    def cls(self) -> builtins.type[Event]:
+        """The event's class, by its stored type name (raises for a type this code does
+        not know)."""
+        return self.registry.cls(self.type)
 
     def label(self) -> str:
         """The event as a person can find it again: seq, id, type and schema_version."""
@@ -480,15 +503,16 @@ class EventLog:
             yield seq, json.loads(payload)
 
     def read(self, after: int = 0, limit: int | None = None, *, upto: int | None = None,
-             types: Iterable[str] | None = None, stream: str | None = None,
+             types: Iterable[type[Event] | str] | None = None, stream: str | None = None,
              descending: bool = False) -> list[RecordedEvent]:
-        """Events with ``seq > after`` (and ``<= upto``), oldest first unless ``descending``."""
+        """Events with ``seq > after`` (and ``<= upto``), oldest first unless ``descending``;
+        of ``types`` only (event classes, or names as a user gives them) when given."""
         where, args = ["seq > ?"], list[object]([after])
         if upto is not None:
             where.append("seq <= ?")
             args.append(upto)
         if types:
-            names = list(types)
+            names = type_names(types)
             where.append(f"type IN ({','.join('?' * len(names))})")
             args.extend(names)
         if stream is not None:
@@ -533,12 +557,12 @@ class EventLog:
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
 
-    def latest_occurred(self, types: Sequence[str]) -> str | None:
+    def latest_occurred(self, types: Sequence[type[Event] | str]) -> str | None:
         """The newest ``occurred_at`` among events of ``types`` (None when there is none):
         the log's own "now", which an imported history keeps from when it was said."""
         marks = ", ".join("?" * len(types))
         return self.db.execute(f"SELECT MAX(occurred_at) FROM events WHERE type IN ({marks})",
-                               list(types)).fetchone()[0]
+                               type_names(types)).fetchone()[0]
 
     def stream_version(self, stream: str) -> int:
         return self._stream_version(stream)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -81,8 +81,10 @@ class Registry:
         return version, payload
 
     def decode(self, type_name: str, version: int, payload: Payload) -> Event:
-        _, payload = self.upcast(type_name, version, payload)
-        return self.cls(type_name)(**payload)
+        cls = self.cls(type_name)
+        if version != cls.schema_version:
+            _, payload = self.upcast(type_name, version, payload)
+        return cls(**payload)
 
     def problem(self, type_name: str, version: int, payload: Any) -> tuple[int, Any, str | None]:
         """Read a stored row's payload as this code knows its type: ``(schema_version,
@@ -454,4 +456,11 @@ class Redacted(Event):
     masked: int = 0
 
 
-TURN_TYPES = frozenset({"UserTurn", "AssistantTurn"})
+def type_names(types: Iterable[type[Event] | str]) -> list[str]:
+    """The names the log stores for ``types`` (event classes; a name given as a string, as a
+    user types it, is kept as it is): SQL filters on ``type`` are built from the classes."""
+    return [t if isinstance(t, str) else t.type_name() for t in types]
+
+
+TURNS: tuple[type[UserTurn], type[AssistantTurn]] = (UserTurn, AssistantTurn)
+TURN_TYPES = frozenset(type_names(TURNS))
