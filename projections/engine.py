@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from events import EventLog, Home, RecordedEvent
+from events import Event, EventLog, Home, RecordedEvent
 from events.db import is_corrupt, write_transaction
 from events.errors import NotFound, UnreadableEvent
 from events.health import check_database, damaged, explain, read_only, writable
@@ -36,11 +36,12 @@ Progress = Callable[[int], None]
 
 
 class Projector(ABC):
-    """One projection. Subclasses set ``name``, ``handles`` and ``version`` (bump it when the
-    output's shape changes: a stored older version is rebuilt on the next catch-up)."""
+    """One projection. Subclasses set ``name``, ``handles`` (the event classes it applies)
+    and ``version`` (bump it when the output's shape changes: a stored older version is
+    rebuilt on the next catch-up)."""
 
     name: ClassVar[str]
-    handles: ClassVar[frozenset[str]]
+    handles: ClassVar[frozenset[type[Event]]]
     version: ClassVar[int] = 1
 
     @abstractmethod
@@ -53,7 +54,9 @@ class Projector(ABC):
 
     @abstractmethod
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        """Project one handled event. Must not read the clock or call out."""
+        """Project one handled event: its fields from ``event.data`` (decoded once, typed),
+        its metadata (seq, id, time, ref) from ``event``. Must not read the clock or call
+        out."""
 
     @abstractmethod
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
@@ -322,7 +325,7 @@ class ProjectionStore:
                     events = self.log.read(position, limit, upto=upto)
                     events, stop = _readable(events)
                     for index, event in enumerate(events):
-                        if event.type in projector.handles:
+                        if event.cls in projector.handles:
                             self._apply(projector, event, index)
                     if events:
                         self.db.execute(

@@ -11,16 +11,27 @@ import sqlite3
 from abc import abstractmethod
 from collections.abc import Iterable
 
-from events import RecordedEvent
+from events import Event, RecordedEvent
+from events.types import (
+    AssistantTurn,
+    FactsExtracted,
+    LongTermRewritten,
+    MemoriesMined,
+    MemoryForgotten,
+    ProfileSet,
+    ProjectFactsDetected,
+    Remembered,
+    UserTurn,
+)
 
 from .engine import Projector
 from .items import LONG_TERM, Item, forget_keys, items_from, long_term_sections
 from .long_term import ForgetMarks, render, without_forgotten
 from .schema import create_table
 
-ITEM_EVENTS = frozenset({
-    "UserTurn", "AssistantTurn", "Remembered", "FactsExtracted", "MemoriesMined", "ProfileSet",
-    "ProjectFactsDetected", "LongTermRewritten", "MemoryForgotten",
+ITEM_EVENTS: frozenset[type[Event]] = frozenset({
+    UserTurn, AssistantTurn, Remembered, FactsExtracted, MemoriesMined, ProfileSet,
+    ProjectFactsDetected, LongTermRewritten, MemoryForgotten,
 })
 
 
@@ -57,17 +68,18 @@ class ItemIndexProjector(Projector):
         db.execute(f"DROP TABLE IF EXISTS {self.table}")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        if event.type == "MemoryForgotten":
-            self.remove(db, self.forgotten(db, forget_keys(event)))
-            marks = self.marks.add(db, event)
-            row = db.execute(f"SELECT content FROM {self.table}_long_term").fetchone()
-            if marks and row and without_forgotten(row[0], marks) != row[0]:
-                self.replace_long_term(db, event, without_forgotten(row[0], marks))
-        elif event.type == "LongTermRewritten":
-            content = render(event.payload["content"], self.marks.all(db))
-            self.replace_long_term(db, event, content)
-        else:
-            self.add(db, event, items_from(event))
+        match event.data:
+            case MemoryForgotten() as forgotten:
+                self.remove(db, self.forgotten(db, forget_keys(forgotten)))
+                marks = self.marks.add(db, forgotten)
+                row = db.execute(f"SELECT content FROM {self.table}_long_term").fetchone()
+                if marks and row and without_forgotten(row[0], marks) != row[0]:
+                    self.replace_long_term(db, event, without_forgotten(row[0], marks))
+            case LongTermRewritten() as rewritten:
+                content = render(rewritten.content, self.marks.all(db))
+                self.replace_long_term(db, event, content)
+            case _:
+                self.add(db, event, items_from(event))
 
     def replace_long_term(self, db: sqlite3.Connection, event: RecordedEvent, content: str) -> None:
         old = [row[0] for row in db.execute(

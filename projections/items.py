@@ -13,6 +13,17 @@ from dataclasses import dataclass, field
 
 from events import RecordedEvent
 from events.memory_types import DEFAULT, PROFILE, PROJECT_FACT, names
+from events.types import (
+    TURNS,
+    AssistantTurn,
+    FactsExtracted,
+    MemoriesMined,
+    MemoryForgotten,
+    ProfileSet,
+    ProjectFactsDetected,
+    Remembered,
+    UserTurn,
+)
 
 from .passages import passages
 from .secrets import scrub
@@ -77,61 +88,58 @@ def _own_refs(event: RecordedEvent) -> tuple[str, ...]:
     return (event.ref,) if event.ref else ()
 
 
-def turn_items(event: RecordedEvent) -> list[Item]:
+def turn_items(event: RecordedEvent, turn: UserTurn | AssistantTurn) -> list[Item]:
     """A turn as one item (``Speaker: text``), or, when it is long, as its passages, each
     ``Speaker: passage`` with the turn's time and ref (:mod:`projections.passages`)."""
-    p = event.payload
-    speaker = p.get("name") or ("user" if event.type == "UserTurn" else "assistant")
-    parts = passages(scrub(p["text"]))
+    speaker = turn.name or ("user" if isinstance(turn, UserTurn) else "assistant")
+    parts = passages(scrub(turn.text))
     refs = (event.ref or event.id,)
     if len(parts) <= 1:
-        return [Item(TURN, event.id, f"{speaker}: {scrub(p['text'])}", event.occurred_at, refs,
-                     p["session"])]
-    return [Item(TURN, event.id, f"{speaker}: {text}", event.occurred_at, refs, p["session"],
+        return [Item(TURN, event.id, f"{speaker}: {scrub(turn.text)}", event.occurred_at, refs,
+                     turn.session)]
+    return [Item(TURN, event.id, f"{speaker}: {text}", event.occurred_at, refs, turn.session,
                  part=n) for n, text in enumerate(parts)]
 
 
 def journal_items(event: RecordedEvent) -> list[Item]:
-    p = event.payload
-    if event.type == "Remembered":
-        return [Item(JOURNAL, event.id, scrub(p["text"]), event.occurred_at,
-                     _own_refs(event), p.get("session", ""), p.get("type", ""),
-                     {"source": p.get("source", "user")})]
-    if event.type == "FactsExtracted":
-        refs = tuple(p.get("refs") or p.get("from_events") or ())
-        return [Item(JOURNAL, f"{event.id}.{i}", scrub(fact), event.occurred_at, refs,
-                     extra={"source": p.get("model") or "extractor"})
-                for i, fact in enumerate(p["facts"]) if fact.strip()]
+    match event.data:
+        case Remembered() as note:
+            return [Item(JOURNAL, event.id, scrub(note.text), event.occurred_at,
+                         _own_refs(event), note.session, note.type, {"source": note.source})]
+        case FactsExtracted() as facts:
+            refs = tuple(facts.refs or facts.from_events or ())
+            return [Item(JOURNAL, f"{event.id}.{i}", scrub(fact), event.occurred_at, refs,
+                         extra={"source": facts.model or "extractor"})
+                    for i, fact in enumerate(facts.facts) if fact.strip()]
     return []
 
 
 def memory_items(event: RecordedEvent) -> list[Item]:
     """Typed memory records an event creates (status changes are the memories projector's)."""
-    p = event.payload
-    if event.type == "Remembered":
-        return [Item(MEMORY, event.id, scrub(p["text"]), event.occurred_at,
-                     _own_refs(event), p.get("session", ""), p.get("type") or DEFAULT.name,
-                     {"source": p.get("source", "user"), "confidence": 1.0})]
-    if event.type == "MemoriesMined":
-        out = []
-        for m in p["memories"]:
-            out.append(Item(MEMORY, str(m["id"]), scrub(str(m["content"])), event.occurred_at,
-                            tuple(m.get("refs") or ()), p.get("session", ""),
-                            m.get("type") or DEFAULT.name,
-                            {k: m[k] for k in ("kind", "action", "confidence", "tags") if k in m}))
-        return out
-    if event.type == "ProfileSet":
-        return [Item(MEMORY, f"profile:{key}", scrub(f"{key}: {value}"), event.occurred_at,
-                     (), "", PROFILE.name)
-                for key, value in sorted(p["fields"].items()) if str(value).strip()]
-    if event.type == "ProjectFactsDetected":
-        out = []
-        for fact in p["facts"]:
-            key = str(fact.get("key") or fact.get("name") or content_hash(str(fact))[:12])
-            text = str(fact.get("value") if "value" in fact else fact.get("content", ""))
-            out.append(Item(MEMORY, f"project:{key}", scrub(f"{key}: {text}"), event.occurred_at,
-                            tuple(fact.get("sources") or ()), "", PROJECT_FACT.name))
-        return out
+    match event.data:
+        case Remembered() as note:
+            return [Item(MEMORY, event.id, scrub(note.text), event.occurred_at,
+                         _own_refs(event), note.session, note.type or DEFAULT.name,
+                         {"source": note.source, "confidence": 1.0})]
+        case MemoriesMined() as mined:
+            return [Item(MEMORY, str(m["id"]), scrub(str(m["content"])), event.occurred_at,
+                         tuple(m.get("refs") or ()), mined.session,
+                         m.get("type") or DEFAULT.name,
+                         {k: m[k] for k in ("kind", "action", "confidence", "tags") if k in m})
+                    for m in mined.memories]
+        case ProfileSet() as profile:
+            return [Item(MEMORY, f"profile:{key}", scrub(f"{key}: {value}"), event.occurred_at,
+                         (), "", PROFILE.name)
+                    for key, value in sorted(profile.fields.items()) if str(value).strip()]
+        case ProjectFactsDetected() as detected:
+            out = []
+            for fact in detected.facts:
+                key = str(fact.get("key") or fact.get("name") or content_hash(str(fact))[:12])
+                text = str(fact.get("value") if "value" in fact else fact.get("content", ""))
+                out.append(Item(MEMORY, f"project:{key}", scrub(f"{key}: {text}"),
+                                event.occurred_at, tuple(fact.get("sources") or ()), "",
+                                PROJECT_FACT.name))
+            return out
     return []
 
 
@@ -154,15 +162,16 @@ def long_term_sections(event: RecordedEvent, content: str) -> list[Item]:
 def items_from(event: RecordedEvent) -> list[Item]:
     """Every searchable item an event adds (MEMORY.md sections come from the long-term
     projector, which caps the file first)."""
-    if event.type in ("UserTurn", "AssistantTurn"):
-        return turn_items(event)
+    data = event.data
+    if isinstance(data, TURNS):
+        return turn_items(event, data)
     return journal_items(event) + memory_items(event)
 
 
-def forget_keys(event: RecordedEvent) -> list[str]:
+def forget_keys(forgotten: MemoryForgotten) -> list[str]:
     """The ids a ``MemoryForgotten`` names: memory / journal ids, turn event ids or refs."""
-    return [str(i) for i in event.payload.get("ids", [])]
+    return [str(i) for i in forgotten.ids]
 
 
-def forget_texts(event: RecordedEvent) -> list[str]:
-    return [scrub(t) for t in event.payload.get("texts", []) if t.strip()]
+def forget_texts(forgotten: MemoryForgotten) -> list[str]:
+    return [scrub(t) for t in forgotten.texts if t.strip()]

@@ -18,6 +18,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from events import RecordedEvent
+from events.types import (
+    FactsExtracted,
+    JournalArchived,
+    MemoriesMined,
+    MemoryForgotten,
+    Remembered,
+)
 
 from .engine import Projector, mark_dirty
 from .items import forget_keys, journal_items
@@ -31,8 +38,8 @@ ARCHIVED_NAME = re.compile(r"^archive/\d{4}-\d{2}-\d{2}\.md$")
 
 class JournalProjector(Projector):
     name = "journal"
-    handles = frozenset({"Remembered", "FactsExtracted", "MemoryForgotten", "MemoriesMined",
-                         "JournalArchived"})
+    handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
+                         JournalArchived})
     version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -47,16 +54,18 @@ class JournalProjector(Projector):
         db.execute("DROP TABLE IF EXISTS journal_archived")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        if event.type == "MemoryForgotten":
-            self._forget(db, forget_keys(event))
-            return
-        if event.type == "JournalArchived":
-            date = str(event.payload["date"])
-            db.execute("INSERT OR IGNORE INTO journal_archived (date, at) VALUES (?, ?)",
-                       (date, str(event.payload.get("at") or event.occurred_at)))
-            mark_dirty(db, self, f"{date}.md")
-            mark_dirty(db, self, f"{ARCHIVE}/{date}.md")
-            return
+        match event.data:
+            case MemoryForgotten() as forgotten:
+                self._forget(db, forget_keys(forgotten))
+            case JournalArchived(date=date, at=at):
+                db.execute("INSERT OR IGNORE INTO journal_archived (date, at) VALUES (?, ?)",
+                           (date, at or event.occurred_at))
+                mark_dirty(db, self, f"{date}.md")
+                mark_dirty(db, self, f"{ARCHIVE}/{date}.md")
+            case _:
+                self._add(db, event)
+
+    def _add(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
         for n, (entry_id, at, source, content, refs, derived) in enumerate(_entries(event)):
             date = at[:10]
             db.execute(
@@ -105,14 +114,14 @@ _Entry = tuple[str, str, str, str, list[str], list[str]]  # id, at, source, cont
 def _entries(event: RecordedEvent) -> list[_Entry]:
     """The journal lines an event adds: notes and extracted facts (the search index's journal
     items), and each mined memory, at the time of the turns it was mined from."""
-    if event.type == "MemoriesMined":
-        p = event.payload
+    data = event.data
+    if isinstance(data, MemoriesMined):
         return [(str(m["id"]), str(m.get("at") or event.occurred_at),
-                 str(p.get("model") or "model"), scrub(str(m["content"])),
+                 data.model or "model", scrub(str(m["content"])),
                  [str(r) for r in m.get("refs") or ()],
                  [str(e) for e in m.get("events") or ()])
-                for m in p["memories"] if str(m.get("content", "")).strip()]
-    derived = [str(e) for e in event.payload.get("from_events", [])]
+                for m in data.memories if str(m.get("content", "")).strip()]
+    derived = [str(e) for e in data.from_events] if isinstance(data, FactsExtracted) else []
     return [(item.id, item.at, str(item.extra.get("source", "")), item.content, list(item.refs),
              derived) for item in journal_items(event)]
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from events import RecordedEvent
+from events.types import LongTermRewritten, MemoryForgotten
 
 from .engine import Projector, mark_dirty
 from .items import forget_texts
@@ -85,8 +86,8 @@ class ForgetMarks:
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute(f"DROP TABLE IF EXISTS {self.table}")
 
-    def add(self, db: sqlite3.Connection, event: RecordedEvent) -> list[Mark]:
-        marks = forget_marks(forget_texts(event))
+    def add(self, db: sqlite3.Connection, forgotten: MemoryForgotten) -> list[Mark]:
+        marks = forget_marks(forget_texts(forgotten))
         db.executemany(f"INSERT OR IGNORE INTO {self.table} (length, digest) VALUES (?, ?)", marks)
         return marks
 
@@ -96,7 +97,7 @@ class ForgetMarks:
 
 class LongTermProjector(Projector):
     name = "long_term"
-    handles = frozenset({"LongTermRewritten", "MemoryForgotten"})
+    handles = frozenset({LongTermRewritten, MemoryForgotten})
     version = 1
     marks = ForgetMarks("long_term_forgotten")
 
@@ -111,17 +112,18 @@ class LongTermProjector(Projector):
         self.marks.drop(db)
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        if event.type == "MemoryForgotten":
-            marks = self.marks.add(db, event)
-            current = read_long_term(db)
-            if not marks or not current:
-                return
-            db.execute("UPDATE long_term SET content = ? WHERE id = 1",
-                       (without_forgotten(current, marks),))
-        else:
-            content = render(event.payload["content"], self.marks.all(db))
-            db.execute("INSERT OR REPLACE INTO long_term (id, content, event_id, at)"
-                       " VALUES (1, ?, ?, ?)", (content, event.id, event.occurred_at))
+        match event.data:
+            case MemoryForgotten() as forgotten:
+                marks = self.marks.add(db, forgotten)
+                current = read_long_term(db)
+                if not marks or not current:
+                    return
+                db.execute("UPDATE long_term SET content = ? WHERE id = 1",
+                           (without_forgotten(current, marks),))
+            case LongTermRewritten() as rewritten:
+                content = render(rewritten.content, self.marks.all(db))
+                db.execute("INSERT OR REPLACE INTO long_term (id, content, event_id, at)"
+                           " VALUES (1, ?, ?, ?)", (content, event.id, event.occurred_at))
         mark_dirty(db, self, FILE)
 
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:

@@ -30,6 +30,19 @@ from typing import Any
 
 from events import RecordedEvent
 from events.clock import from_iso
+from events.types import (
+    AssistantTurn,
+    MemoriesMerged,
+    MemoriesMined,
+    MemoryFlagged,
+    MemoryForgotten,
+    MemorySuperseded,
+    ProfileSet,
+    ProjectFactsDetected,
+    RelevancyDecayed,
+    Remembered,
+    UserTurn,
+)
 
 from .engine import Projector
 from .items import Item, forget_keys, memory_items
@@ -42,9 +55,9 @@ STATUSES = ("active", "superseded", "forgotten", "archived")
 
 class MemoriesProjector(Projector):
     name = "memories"
-    handles = frozenset({"Remembered", "MemoriesMined", "ProfileSet", "ProjectFactsDetected",
-                         "MemorySuperseded", "MemoriesMerged", "MemoryFlagged",
-                         "MemoryForgotten", "UserTurn", "AssistantTurn", "RelevancyDecayed"})
+    handles = frozenset({Remembered, MemoriesMined, ProfileSet, ProjectFactsDetected,
+                         MemorySuperseded, MemoriesMerged, MemoryFlagged, MemoryForgotten,
+                         UserTurn, AssistantTurn, RelevancyDecayed})
     version = 2
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -66,30 +79,37 @@ class MemoriesProjector(Projector):
         db.execute("DROP TABLE IF EXISTS memory_turn_refs")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        p = event.payload
-        if event.type in ("UserTurn", "AssistantTurn"):
-            if event.ref:
-                db.execute("INSERT OR IGNORE INTO memory_turn_refs VALUES (?, ?)",
-                           (event.id, event.ref))
-        elif event.type in ("MemorySuperseded", "MemoriesMerged"):
-            into = p["by"] if event.type == "MemorySuperseded" else p["into"]
-            self._supersede(db, event, [str(i) for i in p["ids"]], str(into), p.get("reason", ""))
-        elif event.type == "MemoryFlagged":
-            for memory_id in p["ids"]:
-                self._flag(db, event, str(memory_id), p.get("reason", ""))
-        elif event.type == "MemoryForgotten":
-            self._forget(db, event, forget_keys(event), p.get("reason", ""))
-        elif event.type == "RelevancyDecayed":
-            self._decay(db, p)
-        else:
-            raw = ({str(m["id"]): m for m in p["memories"]} if event.type == "MemoriesMined"
-                   else {})
-            for item in memory_items(event):
-                mined = raw.get(item.id, {})
-                source = (p.get("model") or "model") if mined else None
-                self._upsert(db, event, item, str(mined.get("subject", "")), source)
-            for again in p.get("reinforced", []) if event.type == "MemoriesMined" else []:
-                self._reinforce(db, event, str(again["id"]), list(again.get("refs", [])))
+        match event.data:
+            case UserTurn() | AssistantTurn():
+                if event.ref:
+                    db.execute("INSERT OR IGNORE INTO memory_turn_refs VALUES (?, ?)",
+                               (event.id, event.ref))
+            case MemorySuperseded() as superseded:
+                self._supersede(db, event, [str(i) for i in superseded.ids], str(superseded.by),
+                                superseded.reason)
+            case MemoriesMerged() as merged:
+                self._supersede(db, event, [str(i) for i in merged.ids], str(merged.into),
+                                merged.reason)
+            case MemoryFlagged() as flagged:
+                self._flag(db, event, [str(i) for i in flagged.ids], flagged.reason)
+            case MemoryForgotten() as forgotten:
+                self._forget(db, event, forget_keys(forgotten), forgotten.reason)
+            case RelevancyDecayed() as decayed:
+                self._decay(db, decayed)
+            case MemoriesMined() as mined:
+                self._mined(db, event, mined)
+            case _:
+                for item in memory_items(event):
+                    self._upsert(db, event, item)
+
+    def _mined(self, db: sqlite3.Connection, event: RecordedEvent, mined: MemoriesMined) -> None:
+        raw = {str(m["id"]): m for m in mined.memories}
+        for item in memory_items(event):
+            memory = raw.get(item.id, {})
+            source = (mined.model or "model") if memory else None
+            self._upsert(db, event, item, str(memory.get("subject", "")), source)
+        for again in mined.reinforced:
+            self._reinforce(db, event, str(again["id"]), list(again.get("refs", [])))
 
     def _upsert(self, db: sqlite3.Connection, event: RecordedEvent, item: Item,
                 subject: str = "", source: str | None = None) -> None:
@@ -121,26 +141,26 @@ class MemoriesProjector(Projector):
         db.execute("UPDATE memories SET refs = ?, last_seen = ?, relevancy = 1.0 WHERE id = ?",
                    (json.dumps(merged), max(row[1], event.occurred_at), memory_id))
 
-    def _decay(self, db: sqlite3.Connection, p: dict[str, Any]) -> None:
-        at = from_iso(str(p["at"]))
-        for type_, half_life in sorted(p.get("half_lives", {}).items()):
+    def _decay(self, db: sqlite3.Connection, decayed: RelevancyDecayed) -> None:
+        at = from_iso(decayed.at)
+        for type_, half_life in sorted(decayed.half_lives.items()):
             rows = db.execute("SELECT id, last_seen FROM memories WHERE status = 'active'"
                               " AND type = ? AND source NOT IN ('', 'user')",
                               (type_,)).fetchall()
             db.executemany("UPDATE memories SET relevancy = ? WHERE id = ?",
                            [(faded(last_seen, at, float(half_life)), memory_id)
                             for memory_id, last_seen in rows])
-        archived = [str(i) for i in p.get("archived", [])]
+        archived = [str(i) for i in decayed.archived]
         for start in range(0, len(archived), 500):
             part = archived[start:start + 500]
             db.execute("UPDATE memories SET status = 'archived', reason = ?, updated_at = ?"
                        f" WHERE status = 'active' AND id IN ({','.join('?' * len(part))})",
-                       [f"relevancy below {p['floor']} on {str(p['at'])[:10]}", str(p["at"]),
+                       [f"relevancy below {decayed.floor} on {decayed.at[:10]}", decayed.at,
                         *part])
 
     def _supersede(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str],
                    into: str, reason: str) -> None:
-        merging = event.type == "MemoriesMerged"
+        merging = isinstance(event.data, MemoriesMerged)
         kept = db.execute("SELECT supersedes, refs, confidence, last_seen FROM memories"
                           " WHERE id = ?", (into,)).fetchone()
         refs = json.loads(kept[1]) if kept else []
@@ -163,16 +183,18 @@ class MemoriesProjector(Projector):
                        " last_seen = ? WHERE id = ?",
                        (json.dumps(supersedes), json.dumps(refs), confidence, last_seen, into))
 
-    def _flag(self, db: sqlite3.Connection, event: RecordedEvent, memory_id: str,
+    def _flag(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str],
               reason: str) -> None:
-        row = db.execute("SELECT confidence, status FROM memories WHERE id = ?",
-                         (memory_id,)).fetchone()
-        if row is None or row[1] != "active":
-            return
-        confidence = _clamp(round(row[0] - FLAG_STEP, 4))
-        status = "archived" if confidence <= ARCHIVE_AT + 1e-9 else "active"
-        db.execute("UPDATE memories SET confidence = ?, status = ?, reason = ?, updated_at = ?"
-                   " WHERE id = ?", (confidence, status, reason, event.occurred_at, memory_id))
+        for memory_id in ids:
+            row = db.execute("SELECT confidence, status FROM memories WHERE id = ?",
+                             (memory_id,)).fetchone()
+            if row is None or row[1] != "active":
+                continue
+            confidence = _clamp(round(row[0] - FLAG_STEP, 4))
+            status = "archived" if confidence <= ARCHIVE_AT + 1e-9 else "active"
+            db.execute("UPDATE memories SET confidence = ?, status = ?, reason = ?,"
+                       " updated_at = ? WHERE id = ?",
+                       (confidence, status, reason, event.occurred_at, memory_id))
 
     def _forget(self, db: sqlite3.Connection, event: RecordedEvent, ids: list[str],
                 reason: str) -> None:

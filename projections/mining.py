@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import RecordedEvent
-from events.types import TURN_TYPES
+from events.types import (
+    TURNS,
+    AssistantTurn,
+    MemoriesMined,
+    MiningFailed,
+    SessionEnded,
+    SessionStarted,
+    UserTurn,
+)
 
 from .engine import Projector
 from .schema import create_table
@@ -22,7 +30,7 @@ from .schema import create_table
 
 class MiningProjector(Projector):
     name = "mining"
-    handles = TURN_TYPES | {"SessionStarted", "SessionEnded", "MemoriesMined", "MiningFailed"}
+    handles = frozenset({*TURNS, SessionStarted, SessionEnded, MemoriesMined, MiningFailed})
     version = 1
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -43,37 +51,38 @@ class MiningProjector(Projector):
         db.execute("DROP TABLE IF EXISTS mining_failures")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        p = event.payload
-        session = str(p.get("session", ""))
-        if not session:
+        data = event.data
+        if not isinstance(data, UserTurn | AssistantTurn | SessionStarted | SessionEnded
+                          | MemoriesMined | MiningFailed) or not data.session:
             return
+        session = data.session
         db.execute("INSERT OR IGNORE INTO mining_sessions (session) VALUES (?)", (session,))
-        if event.type == "SessionStarted":
-            db.execute("UPDATE mining_sessions SET backend = ?, started_at = ? WHERE session = ?",
-                       (str(p.get("backend", "")), event.occurred_at, session))
-        elif event.type in TURN_TYPES:
-            db.execute("UPDATE mining_sessions SET turns = turns + 1, last_turn_seq = ?,"
-                       " last_turn_at = ? WHERE session = ?",
-                       (event.seq, event.occurred_at, session))
-        elif event.type == "SessionEnded":
-            db.execute("UPDATE mining_sessions SET ended = 1, ended_at = ? WHERE session = ?",
-                       (event.occurred_at, session))
-        elif event.type == "MemoriesMined":
-            if int(p.get("last_seq", 0)) <= 0:
-                return  # not a chunk of this session's turns (written by hand or by a test)
-            db.execute("UPDATE mining_sessions SET mined_upto = MAX(mined_upto, ?),"
-                       " chunks = chunks + 1, memories = memories + ?, model = ?"
-                       " WHERE session = ?",
-                       (int(p["last_seq"]), len(p.get("memories", [])), str(p.get("model", "")),
-                        session))
-        elif event.type == "MiningFailed":
-            db.execute("UPDATE mining_sessions SET failures = failures + 1 WHERE session = ?",
-                       (session,))
-            db.execute("INSERT OR IGNORE INTO mining_failures"
-                       " (seq, session, first_seq, last_seq, model, error, at)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (event.seq, session, int(p["first_seq"]), int(p["last_seq"]),
-                        str(p.get("model", "")), str(p.get("error", "")), event.occurred_at))
+        match data:
+            case SessionStarted(backend=backend):
+                db.execute("UPDATE mining_sessions SET backend = ?, started_at = ?"
+                           " WHERE session = ?", (backend, event.occurred_at, session))
+            case UserTurn() | AssistantTurn():
+                db.execute("UPDATE mining_sessions SET turns = turns + 1, last_turn_seq = ?,"
+                           " last_turn_at = ? WHERE session = ?",
+                           (event.seq, event.occurred_at, session))
+            case SessionEnded():
+                db.execute("UPDATE mining_sessions SET ended = 1, ended_at = ? WHERE session = ?",
+                           (event.occurred_at, session))
+            case MemoriesMined() as mined:
+                if mined.last_seq <= 0:
+                    return  # not a chunk of this session's turns (written by hand or by a test)
+                db.execute("UPDATE mining_sessions SET mined_upto = MAX(mined_upto, ?),"
+                           " chunks = chunks + 1, memories = memories + ?, model = ?"
+                           " WHERE session = ?",
+                           (mined.last_seq, len(mined.memories), mined.model, session))
+            case MiningFailed() as failed:
+                db.execute("UPDATE mining_sessions SET failures = failures + 1"
+                           " WHERE session = ?", (session,))
+                db.execute("INSERT OR IGNORE INTO mining_failures"
+                           " (seq, session, first_seq, last_seq, model, error, at)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (event.seq, session, failed.first_seq, failed.last_seq, failed.model,
+                            failed.error, event.occurred_at))
 
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
         yield from db.execute("SELECT * FROM mining_sessions ORDER BY session")

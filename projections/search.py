@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from events import RecordedEvent
+from events.types import MemoryForgotten
 
 from . import weights
 from .fts import query_terms, quoted_any
@@ -40,7 +41,7 @@ class SearchProjector(ItemIndexProjector):
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
         super().apply(db, event)
-        if event.type == "MemoryForgotten":
+        if isinstance(event.data, MemoryForgotten):
             # merge the index so no segment keeps the forgotten terms (secure_delete zeroes
             # the freed pages)
             db.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")

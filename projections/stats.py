@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import RecordedEvent
+from events.types import (
+    AssistantTurn,
+    HistoryCompressed,
+    MemoryInjected,
+    SessionEnded,
+    SessionStarted,
+)
 
 from .engine import Projector
 from .schema import create_table
@@ -24,8 +31,8 @@ SLOW_TOKENS_PER_SEC = 2.0
 
 class StatsProjector(Projector):
     name = "stats"
-    handles = frozenset({"SessionStarted", "MemoryInjected", "HistoryCompressed",
-                         "AssistantTurn", "SessionEnded"})
+    handles = frozenset({SessionStarted, MemoryInjected, HistoryCompressed, AssistantTurn,
+                         SessionEnded})
     version = 1
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -44,26 +51,28 @@ class StatsProjector(Projector):
         db.execute("DROP TABLE IF EXISTS stats_open")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        p = event.payload
-        session = p["session"]
-        if event.type == "SessionStarted":
-            if p.get("backend") != "import":
-                db.execute("INSERT OR IGNORE INTO stats_open (session_id) VALUES (?)", (session,))
+        data = event.data
+        if isinstance(data, SessionStarted):
+            if data.backend != "import":
+                db.execute("INSERT OR IGNORE INTO stats_open (session_id) VALUES (?)",
+                           (data.session,))
             return
+        if not isinstance(data, MemoryInjected | HistoryCompressed | AssistantTurn | SessionEnded):
+            return
+        session = data.session
         if not db.execute("SELECT 1 FROM stats_open WHERE session_id = ?", (session,)).fetchone():
             return
-        if event.type == "MemoryInjected":  # the most memory the prompt ever held
+        if isinstance(data, MemoryInjected):  # the most memory the prompt ever held
             db.execute("UPDATE stats_open SET budget_tokens = MAX(budget_tokens, ?),"
                        " injected_tokens = MAX(injected_tokens, ?) WHERE session_id = ?",
-                       (p["budget_tokens"], p.get("memory_tokens") or p["injected_tokens"],
-                        session))
-        elif event.type == "HistoryCompressed":
+                       (data.budget_tokens, data.memory_tokens or data.injected_tokens, session))
+        elif isinstance(data, HistoryCompressed):
             db.execute("UPDATE stats_open SET compressed = compressed + 1 WHERE session_id = ?",
                        (session,))
-        elif event.type == "AssistantTurn" and p.get("tokens_per_sec"):
+        elif isinstance(data, AssistantTurn) and data.tokens_per_sec:
             db.execute("UPDATE stats_open SET tps_sum = tps_sum + ?, tps_count = tps_count + 1"
-                       " WHERE session_id = ?", (p["tokens_per_sec"], session))
-        elif event.type == "SessionEnded":
+                       " WHERE session_id = ?", (data.tokens_per_sec, session))
+        elif isinstance(data, SessionEnded):
             db.execute(
                 "INSERT OR REPLACE INTO memory_stats (session_id, budget_tokens, injected_tokens,"
                 " compressed, avg_tokens_per_sec, recorded_at) SELECT session_id, budget_tokens,"

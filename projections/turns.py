@@ -12,7 +12,7 @@ from typing import Any
 
 from events import RecordedEvent
 from events.transcript import ROLES_BY_TYPE
-from events.types import TURN_TYPES
+from events.types import TURNS, AssistantTurn, MemoryForgotten, UserTurn
 
 from .engine import Projector
 from .fts import match_any
@@ -25,7 +25,7 @@ class TurnsProjector(Projector):
     ref removes it."""
 
     name = "turns"
-    handles = TURN_TYPES | {"MemoryForgotten"}
+    handles = frozenset({*TURNS, MemoryForgotten})
     version = 3  # 3: the speakers' names are indexed (recall looks names up)
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -46,12 +46,16 @@ class TurnsProjector(Projector):
         db.execute("DROP TABLE IF EXISTS turns")
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        if event.type == "MemoryForgotten":
-            self._forget(db, forget_keys(event))
-            return
-        payload = event.payload
-        row = (event.seq, event.id, payload["session"], ROLES_BY_TYPE[event.type],
-               payload.get("name", ""), scrub(payload["text"]), event.occurred_at, event.ref)
+        match event.data:
+            case MemoryForgotten() as forgotten:
+                self._forget(db, forget_keys(forgotten))
+            case UserTurn() | AssistantTurn() as turn:
+                self._add(db, event, turn)
+
+    def _add(self, db: sqlite3.Connection, event: RecordedEvent,
+             turn: UserTurn | AssistantTurn) -> None:
+        row = (event.seq, event.id, turn.session, ROLES_BY_TYPE[event.type], turn.name,
+               scrub(turn.text), event.occurred_at, event.ref)
         inserted = db.execute(
             "INSERT OR IGNORE INTO turns (seq, event_id, session, role, name, text, at, ref)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row,

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from events import RecordedEvent
+from events.types import EmbeddingModelChosen
 
 from .item_index import ITEM_EVENTS, ItemIndexProjector
 from .items import Item
@@ -35,7 +36,7 @@ class VectorsProjector(ItemIndexProjector):
     name = "vectors"
     version = 3  # 2: long turns are indexed as passages; 3: turns embedded without speaker
     table = "vector_items"
-    handles = ITEM_EVENTS | {"EmbeddingModelChosen"}
+    handles = ITEM_EVENTS | {EmbeddingModelChosen}
 
     def __init__(self) -> None:
         self._removed: set[str] = set()
@@ -57,11 +58,11 @@ class VectorsProjector(ItemIndexProjector):
         self.drop_items_table(db)
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
-        if event.type == "EmbeddingModelChosen":
-            p = event.payload
+        chosen = event.data
+        if isinstance(chosen, EmbeddingModelChosen):
             db.execute("INSERT OR REPLACE INTO vector_model (id, model, dimension, checksum, seq)"
                        " VALUES (1, ?, ?, ?, ?)",
-                       (p["model"], int(p["dimension"]), p["checksum"], event.seq))
+                       (chosen.model, int(chosen.dimension), chosen.checksum, event.seq))
             bump(db)
             return
         self._removed = set()
