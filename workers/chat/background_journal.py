@@ -13,6 +13,7 @@ from typing import Any
 
 from events import DiaristError, EventLog, Home
 from events.logger import get_logger
+from events.types import FactsExtracted
 from projections import ProjectionStore, open_store
 
 from .shadow_journal import shadow_journal
@@ -90,7 +91,7 @@ class BackgroundJournal:
             logger.info("shadow_journal.nothing_new", turn=assistant_event_id)
             return
         logger.info("shadow_journal.appended", turn=assistant_event_id, event_id=event.id)
-        self._note(f"  (journal: +{len(event.payload['facts'])} fact(s))")
+        self._note(f"  (journal: +{len(event.data_as(FactsExtracted).facts)} fact(s))")
 
     def close(self, on_wait: Callable[[], None] | None = None) -> bool:
         """Finish the outstanding extractions; ``on_wait`` is called once if there are any.

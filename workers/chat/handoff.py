@@ -29,7 +29,7 @@ from typing import Any
 
 from events import DiaristError, Home
 from events.config import load_config
-from events.types import TURN_TYPES
+from events.types import TURNS
 from projections import ProjectionStore
 
 from ..mining.extract import miner_spec
@@ -113,7 +113,7 @@ class AfterReply:
         config = load_config(self.home)
         if not config.mining.on_session_end:
             return
-        turns = self.store.log.read(stream=self.session.id, types=TURN_TYPES)
+        turns = self.store.log.read(stream=self.session.id, types=TURNS)
         if len(turns) < config.mining.min_turns:
             return
         if worker_present(self.home) and self.queue.mine_session(self.home, self.session.id):

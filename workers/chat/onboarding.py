@@ -211,7 +211,7 @@ def record_project_facts(log: EventLog, root: Path,
     goes back to earlier facts (A → B → A) is still recorded.
     """
     facts = detect_project_facts(root, warnings)
-    last = log.read(types=["ProjectFactsDetected"], descending=True, limit=1)
+    last = log.read(types=[ProjectFactsDetected], descending=True, limit=1)
     previous = last[0] if last else None
     unchanged = (previous is not None
                  and _canonical(previous.payload.get("facts")) == _canonical(facts))
@@ -236,7 +236,7 @@ def needs_onboarding(store: Any) -> bool:
 
 def onboarding_declined(log: EventLog) -> bool:
     """True once the user has skipped every onboarding question (``OnboardingDeclined``)."""
-    return bool(log.read(types=["OnboardingDeclined"], stream=streams.PROFILE, limit=1))
+    return bool(log.read(types=[OnboardingDeclined], stream=streams.PROFILE, limit=1))
 
 
 def record_declined(log: EventLog) -> RecordedEvent:

@@ -171,5 +171,6 @@ def journal_exchange(home: Home, session_id: str, user_event_id: str, assistant_
         logger.info("shadow_journal.nothing_new", session=session_id, turn=assistant_event_id)
     else:
         logger.info("shadow_journal.appended", session=session_id, turn=assistant_event_id,
-                    event_id=event.id, facts=len(event.payload["facts"]), pid=os.getpid())
+                    event_id=event.id, facts=len(event.data_as(FactsExtracted).facts),
+                    pid=os.getpid())
     return event

@@ -215,10 +215,10 @@ def _trim(head: list[str], sections: list[Section], report: ConsolidationReport)
 
 def watermark(log: EventLog) -> tuple[int, str | None]:
     """(``reviewed_upto`` of the last rewrite, its event id)."""
-    last = log.read(types=["LongTermRewritten"], descending=True, limit=1)
+    last = log.read(types=[LongTermRewritten], descending=True, limit=1)
     if not last:
         return 0, None
-    return int(last[0].payload.get("reviewed_upto") or 0), last[0].id
+    return last[0].data_as(LongTermRewritten).reviewed_upto, last[0].id
 
 
 def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from events import EventLog, Home, NotFound
+from events.types import LongTermRewritten
 from projections import open_store
 from projections.long_term import LongTermProjector, render
 
@@ -27,13 +28,13 @@ def versions(home: Home) -> list[Version]:
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         store.catch_up("long_term")
         marks = LongTermProjector.marks.all(store.db)
-        events = log.read(types=["LongTermRewritten"])
+        events = log.read(types=[LongTermRewritten])
     out = []
     for number, event in enumerate(events, 1):
-        content = render(str(event.payload["content"]), marks)
-        out.append(Version(number, event.seq, event.id, event.occurred_at,
-                           str(event.payload.get("model", "")),
-                           list(event.payload.get("journals", [])), len(content), content))
+        rewrite = event.data_as(LongTermRewritten)
+        content = render(rewrite.content, marks)
+        out.append(Version(number, event.seq, event.id, event.occurred_at, rewrite.model,
+                           list(rewrite.journals), len(content), content))
     return out[::-1]
 
 

@@ -47,7 +47,15 @@ from typing import Any
 from events import EventLog, Home, NewEvent, clock, streams
 from events.config import load_config
 from events.memory_types import fading
-from events.types import MemoriesMerged, MemorySuperseded, RelevancyDecayed
+from events.types import (
+    AssistantTurn,
+    MemoriesMerged,
+    MemoriesMined,
+    MemorySuperseded,
+    RelevancyDecayed,
+    Remembered,
+    UserTurn,
+)
 from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
@@ -62,7 +70,7 @@ CREDIBLE = 0.5
 FADING_TYPES = fading()
 STEADY_SOURCES = ("", "user")     # detected facts and the user's own notes do not fade
 _SPEAKER = re.compile(r"^([A-Z][\w.'’ -]{0,40}):\s+(.+)$", re.S)
-NOW_TYPES = ("UserTurn", "AssistantTurn", "Remembered", "MemoriesMined")  # the log's time
+NOW_TYPES = (UserTurn, AssistantTurn, Remembered, MemoriesMined)  # the log's time
 
 
 @dataclass
@@ -250,8 +258,8 @@ def _fade(log: EventLog, memories: list[Memory], said: dict[str, str], now: dt.d
         return []
     now = log_now(log, now)
     day = now.date().isoformat()
-    last = log.read(types=["RelevancyDecayed"], descending=True, limit=1)
-    if last and str(last[0].payload["at"])[:10] >= day:
+    last = log.read(types=[RelevancyDecayed], descending=True, limit=1)
+    if last and last[0].data_as(RelevancyDecayed).at[:10] >= day:
         return []
     archived = sorted(m.id for m in fading
                       if faded(said.get(m.id, m.last_seen or m.created_at), now, half_life)

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from events import EventLog, clock
-from events.types import TURN_TYPES
+from events.types import TURNS, UserTurn
 from projections.inject import HEADER, SECTIONS
 from projections.mining import SessionState
 from projections.secrets import scrub
@@ -108,10 +108,13 @@ def session_turns(log: EventLog, state: SessionState) -> list[Turn]:
     """The session's turns after ``mined_upto``, cleaned; numbered later, per chunk."""
     chat = state.backend != IMPORT_BACKEND
     out: list[Turn] = []
-    for event in log.read(state.mined_upto, stream=state.session, types=TURN_TYPES):
-        role = "user" if event.type == "UserTurn" else "assistant"
-        text = " ".join(strip_injected(scrub(str(event.payload.get("text", "")))).split())
-        speaker = str(event.payload.get("name") or role)
+    for event in log.read(state.mined_upto, stream=state.session, types=TURNS):
+        turn = event.data
+        if not isinstance(turn, TURNS):
+            continue  # never: the read is of turns only
+        role = "user" if isinstance(turn, UserTurn) else "assistant"
+        text = " ".join(strip_injected(scrub(turn.text)).split())
+        speaker = turn.name or role
         person = role == "user" or (not chat and normal(speaker) not in GENERIC_SPEAKERS)
         out.append(Turn(0, event.seq, event.id, event.ref or event.id, role, speaker, text,
                         event.occurred_at, source=bool(text) and person))

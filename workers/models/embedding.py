@@ -65,7 +65,7 @@ ONNX_OPSET = 17
 
 def latest_choice(log: EventLog) -> RecordedEvent | None:
     """The log's last ``EmbeddingModelChosen`` (the active model), or None."""
-    found = log.read(types=["EmbeddingModelChosen"], descending=True, limit=1)
+    found = log.read(types=[EmbeddingModelChosen], descending=True, limit=1)
     return found[0] if found else None
 
 

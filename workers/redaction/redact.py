@@ -141,7 +141,7 @@ def _plan(log: EventLog, event: RecordedEvent, matcher: re.Pattern[str] | None) 
         if seq == event.seq:
             continue
         other = log.get(seq)
-        if other.type == "Redacted":
+        if other.type == Redacted.type_name():
             continue
         plan.masked += _add(plan, seq, other, stored,
                             lambda text: found_whole.sub(REDACTED, text))
@@ -163,7 +163,7 @@ def _add(plan: _Plan, seq: int, event: RecordedEvent, stored: Payload,
 
 
 def _redacted_before(log: EventLog, event_id: str) -> list[str]:
-    return [r.recorded_at for r in log.read(types=["Redacted"])
+    return [r.recorded_at for r in log.read(types=[Redacted])
             if any(e.get("id") == event_id for e in r.payload.get("events") or ())
             or r.payload.get("event_id") == event_id]
 
