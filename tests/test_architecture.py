@@ -6,6 +6,7 @@
 - ``cli/`` is presentation: no SQL, no threads, no queue plumbing.
 - Huey stays at the edge: no module of ``workers/`` but the edge's own imports the edge (a
   capability is handed a ``workers.queue_port.QueuePort`` instead).
+- Outside ``events/`` an event type is named by its class, never by its name as a string.
 """
 from __future__ import annotations
 
@@ -247,3 +248,31 @@ def test_nothing_imports_cli() -> None:
     wrong = [f"{i.source}:{i.line}" for i in all_imports()
              if i.target.startswith("cli") and not i.source.startswith("cli")]
     assert wrong == []
+
+
+def event_names_as_strings(path: Path, root: Path = REPO) -> list[str]:
+    """Where a module spells an event type's name as a string literal ("UserTurn")."""
+    from events.types import registry
+
+    names = set(registry.names())
+    return [f"{path.relative_to(root)}:{node.lineno} {node.value!r}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value in names]
+
+
+def test_event_types_are_named_by_their_classes() -> None:
+    """Outside ``events/`` an event type is its class (``UserTurn``, ``UserTurn.type_name()``,
+    ``log.read(types=[UserTurn])``), never its name as a string: mypy then checks every name
+    and every field a projector or a worker reads."""
+    found = [hit for name, path in modules().items() if not name.startswith("events")
+             for hit in event_names_as_strings(path)]
+    assert found == [], "name event types by their classes (events/types.py):\n" + \
+        "\n".join(found)
+
+
+def test_the_event_name_scan_sees_a_literal(tmp_path: Path) -> None:
+    path = tmp_path / "stats.py"
+    path.write_text('HANDLES = {"UserTurn", "MemoryForgotten", "user"}\n', encoding="utf-8")
+    assert event_names_as_strings(path, tmp_path) == ["stats.py:1 'UserTurn'",
+                                                      "stats.py:1 'MemoryForgotten'"]
