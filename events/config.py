@@ -130,6 +130,7 @@ class MiningConfig:
 
 @dataclass(frozen=True)
 class DreamingConfig:
+    # A separate knob from recall's weights.FRESHNESS_HALF_LIFE_DAYS (a ranking weight by age).
     half_life_days: float = 90
     floor: float = 0.1
 

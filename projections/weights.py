@@ -59,6 +59,7 @@ FAR_WEIGHT = 0.5       # what a neighbour two turns away counts for, against one
 CONTEXT_OF = 40
 
 # --- weight -------------------------------------------------------------------------------
+# A separate knob from dreaming.half_life_days (that one fades memories' stored relevancy).
 FRESHNESS_HALF_LIFE_DAYS = 90.0
 FRESHNESS_FLOOR = 0.5         # an old item keeps at least half its score
 # A passage of an essay — a turn cut into at least ESSAY_PASSAGES passages (about 170
