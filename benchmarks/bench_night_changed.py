@@ -57,19 +57,25 @@ def night(conv, work: Path) -> dict:  # type: ignore[no-untyped-def]
     low = text.casefold()
     by_ref = {t["ref"]: t["text"] for t in conv.turns}
     current = replaced = replaced_total = 0
+    missing: list[str] = []
+    kept: list[str] = []
     questions = [q for q in conv.questions if q.category in CHANGED]
     for question in questions:
         current += question.answer.casefold() in low
+        if question.answer.casefold() not in low:
+            missing.append(question.answer)
         olds = {v for ref in question.stale for v in values_of(question.answer)
                 if v.casefold() in by_ref[ref].casefold() and v != question.answer}
         replaced_total += len(olds)
+        kept += sorted(v for v in olds if v.casefold() in low)
         replaced += sum(1 for v in olds if v.casefold() in low)
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assistant = sum(1 for line in lines if ASSISTANT.casefold() in line.casefold()
                     or any(r.rstrip(".!").casefold() in line.casefold() for r in REPLIES))
     return {"conv": conv.id, "changed": len(questions), "current": current,
             "replaced_total": replaced_total, "replaced": replaced, "assistant": assistant,
-            "lines": len(lines), "chars": len(text), "memory_md": text}
+            "lines": len(lines), "chars": len(text), "memory_md": text,
+            "missing": missing, "kept": kept}
 
 
 def main() -> None:
@@ -93,6 +99,7 @@ def main() -> None:
     for r in rows:
         if args.show:
             print(f"--- {r['conv']}\n{r['memory_md']}")
+            print(f"current values missing: {r['missing']}; replaced values kept: {r['kept']}")
     print("| histories | changed facts | current value stated | replaced value stated |"
           " assistant lines | MEMORY.md lines (mean) | chars (mean) |")
     print("|---|---|---|---|---|---|---|")

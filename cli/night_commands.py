@@ -120,7 +120,7 @@ def consolidate(backend: str | None, model: str | None, base_url: str | None,
     echo(f"{'Dry run: ' if dry_run else ''}MEMORY.md {report.before_chars} → "
                f"{report.after_chars} characters with {report.model}: {report.added} line(s) "
                f"added from {len(report.journals)} journal day(s), {report.stale_dropped} "
-               f"outdated dropped, {report.trimmed} trimmed"
+               f"outdated or unclear dropped, {report.trimmed} trimmed"
                + (f", sections rewritten: {', '.join(report.rewritten_sections)}"
                   if report.rewritten_sections else "")
                + (f", {report.failures} model failure(s)" if report.failures else ""))

@@ -76,6 +76,27 @@ def test_outdated_lines_leave_memory_md(home: Home) -> None:
     assert report.stale_dropped == 1 and "Oslo" not in memory_md(home)
 
 
+def test_a_mined_line_that_needs_its_turns_leaves_memory_md(home: Home) -> None:
+    """A line written before MEMORY.md left out what does not read on its own goes on the
+    next run; the user's own note with the same words stays."""
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "m1", "type": "user_preference", "content": "Tim is a fan of this genre"},
+            {"id": "m2", "type": "user_preference", "content": "Tim loves fantasy novels"}]),
+            stream="memory")
+        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n"
+                                             "- Tim is a fan of this genre\n"
+                                             "- Tim loves fantasy novels\n",
+                                     reviewed_upto=0), stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.stale_dropped == 1
+    assert "this genre" not in memory_md(home) and "- Tim loves fantasy novels" in memory_md(home)
+    with EventLog(home.events_db) as log:
+        note(log, "I love this genre")
+    consolidate(home, HEURISTIC)
+    assert "- I love this genre" in memory_md(home)
+
+
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
     with EventLog(home.events_db) as log:
         for i in range(400):

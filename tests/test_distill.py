@@ -18,7 +18,7 @@ from workers.mining.candidates import Candidate
 from workers.mining.distribute import LocalExtractor
 from workers.schedule import run_night
 
-from .conftest import run, write_transcript
+from .conftest import LOCOMO, run, write_transcript
 from .test_mining import turn
 
 
@@ -271,3 +271,55 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
     assert section_for(memory("Nate loves sci-fi movies."), names) == "Preferences"
     assert section_for(memory("Looks like Nate loves a break."), names) is None
     assert section_for(memory("Sharing Nate's love for desserts is fun."), names) is None
+
+
+@pytest.mark.parametrize(("statement", "alone"), [
+    ("Tim is a huge fan of this genre.", False),             # which genre?
+    ("John loves how these poses challenge John's body.", False),
+    ("Melanie loves it, it brings Melanie closer.", False),   # a pronoun with nothing before
+    ("Nate really loves having them around.", False),
+    ("Tim loves escaping to that world.", False),
+    ("Tim is learning the violin this year.", True),         # a time, not a pointer
+    ("John finds it rewarding to help the community.", True),  # "it … to": no pointer
+    ("Maya adopted a dog, and she is called Bo.", True),     # a later clause may point back
+    ("Caroline's guinea pig Oscar loves it when it rains.", True),   # a noun before "it"
+    ('Tim loves "This Is Us" and watches it weekly.', True),  # a title is no pointer
+    ("He's even keeping Nate's other pets active.", False),  # who is he?
+    ("Joanna named her Tilly.", False),
+    ("Nate saw another at a pet store.", False),
+    ("Nate's turtles play with one another.", True),
+    ("- Nate loves it.", False),                             # a bullet mark is no word
+])
+def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
+        statement: str, alone: bool) -> None:
+    from workers.mining.statements import self_contained
+
+    assert self_contained(statement) is alone
+
+
+def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None:
+    """LoCoMo's annotators wrote their observations to be read without the conversation."""
+    import json
+
+    from workers.mining.statements import self_contained
+
+    facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
+             for line in path.read_text().splitlines()]
+    assert len(facts) > 1000
+    assert sum(not self_contained(f) for f in facts) <= len(facts) // 100
+
+
+def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> None:
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import section_for
+
+    def memory(text: str, subject: str = "", source: str = "heuristic") -> Memory:
+        return Memory("m", "user_preference", text, "fact", "", 0.7, 1.0, [], "active", [],
+                      "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], source,
+                      "", subject)
+
+    assert section_for(memory("Tim is a huge fan of this genre.")) is None
+    assert section_for(memory("Tim has been using this app.", "tim|language")) is None
+    assert section_for(memory("Tim codes in Rust now.", "tim|language")) == "Profile"
+    # a person's own note is theirs to word as they like
+    assert section_for(memory("I love this genre.", source="user")) is not None

@@ -45,7 +45,7 @@ from projections.tokens import estimate
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.statements import is_event
+from ..mining.statements import LIST_MARK, is_event, self_contained
 from ..mining.text import content_words, grounded, normal
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -58,6 +58,7 @@ PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
 # in registry order, plans, notes
 ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
+NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
@@ -68,8 +69,13 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     current value (it has a subject key), or says a like, a relationship or a dated plan of
     the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
-    a statement must begin with one of them."""
-    if memory.source in ("", "user", "agent") or memory.type != PREFERENCE.name:
+    a statement must begin with one of them. A mined statement that does not read on its
+    own (:func:`..mining.statements.self_contained`: "Tim is a huge fan of this genre")
+    joins no section: its journal and recall keep it beside its turn."""
+    mined = memory.source not in NOT_MINED
+    if mined and not self_contained(memory.content):
+        return None
+    if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject:
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
@@ -124,7 +130,7 @@ _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_nam
 def bullet_of(memory: Memory) -> str:
     """A memory's line: its statement, and for the current value of an attribute the day
     it was said ("since 7 March 2026")."""
-    text = " ".join(scrub(memory.content).split())
+    text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
     if memory.subject and memory.created_at:
         text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     return text
@@ -232,10 +238,15 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 
 def _stale(store: ProjectionStore) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
-    merged duplicate says what its keeper says)."""
-    current = {normal(m.content) for m in list_memories(store.db)}
-    return {normal(m.content) for m in list_memories(store.db, None, ("superseded", "archived"))
+    merged duplicate says what its keeper says); and what an active mined memory says
+    that no longer joins MEMORY.md because it does not read on its own (a line written
+    before :func:`section_for` left such lines out goes on the next run)."""
+    active = list_memories(store.db)
+    current = {normal(m.content) for m in active}
+    gone = {normal(m.content) for m in list_memories(store.db, None, ("superseded", "archived"))
             if m.content.strip()} - current
+    return gone | {normal(m.content) for m in active if m.source not in NOT_MINED
+                   and not self_contained(m.content)}
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],

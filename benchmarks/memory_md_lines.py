@@ -1,0 +1,70 @@
+"""What the lines of MEMORY.md are, home by home, after a night.
+
+    python benchmarks/memory_md_lines.py DIR
+
+For each home under ``DIR`` (for example the homes of ``recall_dev.py … --homes DIR
+--night``) with a ``memory/MEMORY.md``: its lines, the lines that do not read on their own
+(:func:`workers.mining.statements.self_contained`: "Tim is a huge fan of this genre"), and
+for a LoCoMo conversation (a home named ``conv-…`` with its observations beside the
+checkout) the lines that state one of LoCoMo's observations of the conversation (MiniLM
+cosine ≥ 0.6, as ``bench_observations.py`` counts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
+sys.path.insert(0, str(REPO))
+
+from workers.mining.statements import self_contained  # noqa: E402
+
+MATCH = 0.6
+_SINCE = re.compile(r" \(since [^)]*\)$")
+
+
+def lines_of(path: Path) -> list[str]:
+    return [_SINCE.sub("", line[2:].strip()) for line in path.read_text().splitlines()
+            if line.startswith("- ")]
+
+
+def stating(lines: list[str], observations: list[str], embed) -> int:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    if not lines or not observations:
+        return 0
+    cosine = np.asarray(embed(lines)) @ np.asarray(embed(observations)).T
+    return int((cosine.max(axis=1) >= MATCH).sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("homes", type=Path)
+    parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"),
+                        help="where the fp32 MiniLM export is (made there if missing)")
+    args = parser.parse_args()
+    embed = None
+    print("| home | lines | not reading on their own | stating an observation |")
+    print("|---|---|---|---|")
+    for home in sorted(p for p in args.homes.iterdir() if (p / "memory/MEMORY.md").exists()):
+        lines = lines_of(home / "memory" / "MEMORY.md")
+        loose = sum(not self_contained(line) for line in lines)
+        observed = LOCOMO / f"{home.name}.observations.jsonl"
+        stated = "—"
+        if observed.exists():
+            if embed is None:
+                sys.path.insert(0, str(REPO / "benchmarks"))
+                from bench_observations import embedder
+
+                embed = embedder(args.models).embed
+            facts = [json.loads(x)["fact"] for x in observed.read_text().splitlines()]
+            stated = str(stating(lines, facts, embed))
+        print(f"| {home.name} | {len(lines)} | {loose} | {stated} |")
+
+
+if __name__ == "__main__":
+    main()
