@@ -10,8 +10,9 @@ import click
 import pytest
 
 from cli.main import cli
+from events import Home
 
-from .conftest import REPO
+from .conftest import REPO, subprocess_env
 
 sys.path.insert(0, str(REPO / "scripts"))
 from gen_cli_docs import render, walk
@@ -93,3 +94,51 @@ def test_links_resolve(doc: Path) -> None:
 def test_the_docs_stay_short(doc: str, limit: int) -> None:
     """A newcomer reads these first: dated notes go to docs/experiments.md."""
     assert len((REPO / doc).read_bytes()) <= limit
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every `diarist …` command in the README's code blocks, as its arguments."""
+    import shlex
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```[a-z]*\n(.*?)\n```", readme, re.S):
+        for line in block.splitlines():
+            for part in line.split("#", 1)[0].split("&&"):
+                words = shlex.split(part)
+                if words and words[0] == "diarist":
+                    commands.append(words[1:])
+    return commands
+
+
+README_COMMANDS = _readme_commands()
+
+
+@pytest.mark.parametrize("args", README_COMMANDS, ids=[" ".join(a) for a in README_COMMANDS])
+def test_every_readme_command_parses_as_written(args: list[str]) -> None:
+    """Each command of the README names a real command with options it takes (parsed by
+    click as `diarist` would, not run)."""
+    ctx = cli.make_context("diarist", list(args))
+    command: click.Command = cli
+    while isinstance(command, click.Group):
+        rest = [*ctx._protected_args, *ctx.args]
+        name, found, rest = command.resolve_command(ctx, rest)
+        assert found is not None, f"no command {name!r} in `diarist {' '.join(args)}`"
+        ctx = found.make_context(name or "", rest, parent=ctx)
+        command = found
+
+
+def test_the_readme_has_commands_to_check() -> None:
+    assert len(README_COMMANDS) >= 10
+
+
+def test_the_readme_first_job_runs_as_written(home: Home) -> None:
+    """The README's first job, its line run by a shell in a fresh home (embedding off, as
+    every test has it: lexical recall alone puts the move first here)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines()
+                if line.startswith("diarist import examples/"))
+    done = subprocess.run(["bash", "-c", line], cwd=REPO, env=subprocess_env(home),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.index("Plymouth") < done.stdout.index("Bristol")
