@@ -48,8 +48,9 @@ def main() -> None:
                         help="where the fp32 MiniLM export is (made there if missing)")
     args = parser.parse_args()
     embed = None
-    print("| home | lines | not reading on their own | stating an observation |")
-    print("|---|---|---|---|")
+    print("| home | lines | characters a line (mean) | not reading on their own |"
+          " stating an observation |")
+    print("|---|---|---|---|---|")
     for home in sorted(p for p in args.homes.iterdir() if (p / "memory/MEMORY.md").exists()):
         lines = lines_of(home / "memory" / "MEMORY.md")
         loose = sum(not self_contained(line) for line in lines)
@@ -63,7 +64,8 @@ def main() -> None:
                 embed = embedder(args.models).embed
             facts = [json.loads(x)["fact"] for x in observed.read_text().splitlines()]
             stated = str(stating(lines, facts, embed))
-        print(f"| {home.name} | {len(lines)} | {loose} | {stated} |")
+        mean = sum(len(line) for line in lines) / max(len(lines), 1)
+        print(f"| {home.name} | {len(lines)} | {mean:.0f} | {loose} | {stated} |")
 
 
 if __name__ == "__main__":

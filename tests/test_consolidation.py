@@ -97,6 +97,31 @@ def test_a_mined_line_that_needs_its_turns_leaves_memory_md(home: Home) -> None:
     assert "- I love this genre" in memory_md(home)
 
 
+def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: Home) -> None:
+    """What follows a mined like's first sentence is mostly its turn's chatter; a current
+    value keeps its whole statement (its value may come later), and is dropped when
+    superseded."""
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "old", "type": "user_preference", "subject": "ann|home",
+             "content": "Ann lives in Oslo. The view is awesome."},
+            {"id": "like", "type": "user_preference",
+             "content": "The user loves hiking. So fun."}]),
+            stream="memory", occurred_at=T0)
+    consolidate(home, HEURISTIC)
+    assert "- Ann lives in Oslo. The view is awesome (since 1 May 2024)" in memory_md(home)
+    assert "- The user loves hiking.\n" in memory_md(home) and "So fun" not in memory_md(home)
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s2", model="heuristic", memories=[
+            {"id": "new", "type": "user_preference", "subject": "ann|home",
+             "content": "Ann lives in Rome now."}]), stream="memory", occurred_at=T0)
+        log.append(MemorySuperseded(ids=["old"], by="new", reason="moved"), stream="memory")
+        log.append(MemorySuperseded(ids=["like"], by="new", reason="a test"), stream="memory")
+    consolidate(home, HEURISTIC)
+    assert "Oslo" not in memory_md(home) and "Ann lives in Rome now (since" in memory_md(home)
+    assert "hiking" not in memory_md(home)   # its line, cut, is still known as its
+
+
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
     with EventLog(home.events_db) as log:
         for i in range(400):

@@ -323,3 +323,17 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     assert section_for(memory("Tim codes in Rust now.", "tim|language")) == "Profile"
     # a person's own note is theirs to word as they like
     assert section_for(memory("I love this genre.", source="user")) is not None
+
+
+@pytest.mark.parametrize(("statement", "first"), [
+    ("Tim loves traveling too. That picture is awesome.", "Tim loves traveling too."),
+    ("John moved to St. Louis. It is big.", "John moved to St. Louis."),
+    ("Dr. Lee is Ann's doctor.", "Dr. Lee is Ann's doctor."),
+    ("John scored 3.5 points a game. Wow.", "John scored 3.5 points a game."),
+    ("Nate won! \"Great\" he said.", "Nate won!"),
+    ("Maya lives in Porto", "Maya lives in Porto"),
+])
+def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
+    from workers.mining.statements import first_sentence
+
+    assert first_sentence(statement) == first

@@ -28,6 +28,7 @@ import calendar
 import hashlib
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from events import EventLog, Home, NewEvent, streams
@@ -45,7 +46,7 @@ from projections.tokens import estimate
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.statements import LIST_MARK, is_event, self_contained
+from ..mining.statements import LIST_MARK, first_sentence, is_event, self_contained
 from ..mining.text import content_words, grounded, normal
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -127,10 +128,21 @@ _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_nam
                    r"|\d{4})\b")
 
 
-def bullet_of(memory: Memory) -> str:
-    """A memory's line: its statement, and for the current value of an attribute the day
-    it was said ("since 7 March 2026")."""
+def statement_of(memory: Memory) -> str:
+    """What a memory's line states: its text, and of a mined like, relationship or plan only
+    the first sentence ("Tim loves traveling too. That picture is awesome." → "Tim loves
+    traveling too."): what follows is mostly the turn's chatter. A current value keeps its
+    whole statement, whose value may come later ("… gave the hamster a new name. Everyone
+    calls him Pudding now.")."""
     text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
+    cut = memory.source not in NOT_MINED and not memory.subject
+    return first_sentence(text) if cut else text
+
+
+def bullet_of(memory: Memory) -> str:
+    """A memory's line: its statement (:func:`statement_of`), and for the current value of
+    an attribute the day it was said ("since 7 March 2026")."""
+    text = statement_of(memory)
     if memory.subject and memory.created_at:
         text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     return text
@@ -241,12 +253,14 @@ def _stale(store: ProjectionStore) -> set[str]:
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md because it does not read on its own (a line written
     before :func:`section_for` left such lines out goes on the next run)."""
+    def lines(memories: Iterable[Memory]) -> set[str]:   # a line written whole or cut
+        return {normal(form) for m in memories if m.content.strip()
+                for form in (m.content, statement_of(m))}
+
     active = list_memories(store.db)
-    current = {normal(m.content) for m in active}
-    gone = {normal(m.content) for m in list_memories(store.db, None, ("superseded", "archived"))
-            if m.content.strip()} - current
-    return gone | {normal(m.content) for m in active if m.source not in NOT_MINED
-                   and not self_contained(m.content)}
+    gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
+    return gone | lines(m for m in active if m.source not in NOT_MINED
+                        and not self_contained(m.content))
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
@@ -274,9 +288,11 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         title = section_for(memory, names) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
-        sections.setdefault(title, Section(title)).bullets.append(
-            bullet_of(memory) if memory else text)
-        said.add(normal(text))
+        line = bullet_of(memory) if memory else text
+        if normal(bare(line)) in said:
+            continue
+        sections.setdefault(title, Section(title)).bullets.append(line)
+        said.update({normal(text), normal(bare(line))})
         changed.add(title)
         report.added += 1
     return head, _ordered(sections), changed

@@ -272,6 +272,18 @@ _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 LIST_MARK = re.compile(r"^(?:[-–—•*]\s+)+")   # a line copied with its list mark
 
 
+_SENTENCE_END = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs|No))(?<!\bMrs)[.!?]+"
+                           r"(?=\s+[\"“'‘(A-Z0-9])")
+
+
+def first_sentence(statement: str) -> str:
+    """A statement's first sentence ("Tim loves traveling too. That picture is awesome." →
+    "Tim loves traveling too."): where a sentence ends before a capital, a digit or a quote,
+    not after a title ("Dr.", "St.")."""
+    found = _SENTENCE_END.search(statement)
+    return statement[:found.end()].strip() if found else statement.strip()
+
+
 def self_contained(statement: str) -> bool:
     """Whether a statement reads on its own, without the conversation it came from: its
     first clause points at nothing it does not name (see the comment above). Of LoCoMo's
