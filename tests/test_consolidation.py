@@ -106,11 +106,14 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
             {"id": "old", "type": "user_preference", "subject": "ann|home",
              "content": "Ann lives in Oslo. The view is awesome."},
             {"id": "like", "type": "user_preference",
-             "content": "The user loves hiking. So fun."}]),
+             "content": "The user loves hiking. So fun."},
+            {"id": "job", "type": "user_preference", "subject": "ann|job",
+             "content": "Career change done: Ann got hired as a nurse."}]),
             stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
     assert "- Ann lives in Oslo. The view is awesome (since 1 May 2024)" in memory_md(home)
     assert "- The user loves hiking.\n" in memory_md(home) and "So fun" not in memory_md(home)
+    assert "- Ann got hired as a nurse (since 1 May 2024)" in memory_md(home)   # no headline
     with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s2", model="heuristic", memories=[
             {"id": "new", "type": "user_preference", "subject": "ann|home",

@@ -60,6 +60,9 @@ PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
 ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
 NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
+# a short headline before a colon, then the statement ("Big news: Maya moved …"); not
+# "Guess what Maya does now: pottery", where the value follows the colon
+_LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
@@ -129,14 +132,17 @@ _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_nam
 
 
 def statement_of(memory: Memory) -> str:
-    """What a memory's line states: its text, and of a mined like, relationship or plan only
-    the first sentence ("Tim loves traveling too. That picture is awesome." → "Tim loves
+    """What a memory's line states: its text; of a mined statement without a headline
+    before a colon ("Big news: …"), and of a mined like, relationship or plan only the first
+    sentence ("Tim loves traveling too. That picture is awesome." → "Tim loves
     traveling too."): what follows is mostly the turn's chatter. A current value keeps its
     whole statement, whose value may come later ("… gave the hamster a new name. Everyone
     calls him Pudding now.")."""
     text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
-    cut = memory.source not in NOT_MINED and not memory.subject
-    return first_sentence(text) if cut else text
+    if memory.source in NOT_MINED:
+        return text
+    text = _LEAD_IN.sub("", text)   # "Career change done: Aisha got hired …"
+    return text if memory.subject else first_sentence(text)
 
 
 def bullet_of(memory: Memory) -> str:
