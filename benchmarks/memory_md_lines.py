@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -21,14 +20,14 @@ REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 sys.path.insert(0, str(REPO))
 
+from workers.consolidation.consolidate import bare  # noqa: E402
 from workers.mining.statements import self_contained  # noqa: E402
 
 MATCH = 0.6
-_SINCE = re.compile(r" \(since [^)]*\)$")
 
 
 def lines_of(path: Path) -> list[str]:
-    return [_SINCE.sub("", line[2:].strip()) for line in path.read_text().splitlines()
+    return [bare(line[2:].strip()) for line in path.read_text().splitlines()
             if line.startswith("- ")]
 
 
@@ -43,7 +42,7 @@ def stating(lines: list[str], observations: list[str], embed) -> int:  # type: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("homes", type=Path)
+    parser.add_argument("homes", type=Path, help="a folder of homes, one per conversation")
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"),
                         help="where the fp32 MiniLM export is (made there if missing)")
     args = parser.parse_args()
