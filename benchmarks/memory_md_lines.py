@@ -1,18 +1,20 @@
-"""What the lines of MEMORY.md are, home by home, after a night.
+"""What the lines of MEMORY.md and of the day's journals are, home by home, after a night.
 
     python benchmarks/memory_md_lines.py DIR
 
 For each home under ``DIR`` (for example the homes of ``recall_dev.py … --homes DIR
 --night``) with a ``memory/MEMORY.md``: its lines, the lines that do not read on their own
-(:func:`workers.mining.statements.self_contained`: "Tim is a huge fan of this genre"), and
+(:func:`projections.readable.self_contained`: "Tim is a huge fan of this genre"), and
 for a LoCoMo conversation (a home named ``conv-…`` with its observations beside the
 checkout) the lines that state one of LoCoMo's observations of the conversation (MiniLM
-cosine ≥ 0.6, as ``bench_observations.py`` counts).
+cosine ≥ 0.6, as ``bench_observations.py`` counts). Then the same for the journals'
+lines (``memory/YYYY-MM-DD.md``), each against the observations of its own day.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,8 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 sys.path.insert(0, str(REPO))
 
+from projections.readable import self_contained  # noqa: E402
 from workers.consolidation.consolidate import bare  # noqa: E402
-from workers.mining.statements import self_contained  # noqa: E402
 
 MATCH = 0.6
 
@@ -38,6 +40,29 @@ def stating(lines: list[str], observations: list[str], embed) -> int:  # type: i
         return 0
     cosine = np.asarray(embed(lines)) @ np.asarray(embed(observations)).T
     return int((cosine.max(axis=1) >= MATCH).sum())
+
+
+def journal_lines(path: Path) -> list[str]:
+    """A day's entries, without the time and source that open each."""
+    return [re.sub(r"^\d\d:\d\d:\d\d \[[^\]]*\] ", "", line[2:].strip())
+            for line in path.read_text().splitlines() if line.startswith("- ")]
+
+
+def journals(home: Path, embed) -> str:  # type: ignore[no-untyped-def]
+    """A row of the journals' table for one home."""
+    days = sorted((home / "memory").glob("????-??-??.md"))
+    lines = {day.stem: journal_lines(day) for day in days}
+    total = sum(len(x) for x in lines.values())
+    loose = sum(not self_contained(line) for x in lines.values() for line in x)
+    observed = LOCOMO / f"{home.name}.observations.jsonl"
+    stated = "—"
+    if observed.exists() and embed is not None:
+        facts = [json.loads(x) for x in observed.read_text().splitlines()]
+        stated = str(sum(stating(x, [f["fact"] for f in facts if f["date"] == day], embed)
+                         for day, x in lines.items()))
+    mean = sum(len(line) for x in lines.values() for line in x) / max(total, 1)
+    return (f"| {home.name} | {len(days)} | {total / max(len(days), 1):.1f} | {mean:.0f} |"
+            f" {loose} | {stated} |")
 
 
 def main() -> None:
@@ -65,6 +90,11 @@ def main() -> None:
             stated = str(stating(lines, facts, embed))
         mean = sum(len(line) for line in lines) / max(len(lines), 1)
         print(f"| {home.name} | {len(lines)} | {mean:.0f} | {loose} | {stated} |")
+    print("\n| home | journal days | lines a day (mean) | characters a line (mean) |"
+          " not reading on their own | stating an observation of the day |")
+    print("|---|---|---|---|---|---|")
+    for home in sorted(p for p in args.homes.iterdir() if (p / "memory").is_dir()):
+        print(journals(home, embed))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from events.types import (
 
 from .engine import Projector, mark_dirty
 from .items import forget_keys, journal_items
+from .readable import self_contained
 from .schema import create_table
 from .secrets import scrub
 
@@ -40,7 +41,7 @@ class JournalProjector(Projector):
     name = "journal"
     handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
                          JournalArchived})
-    version = 2
+    version = 3
 
     def create(self, db: sqlite3.Connection) -> None:
         create_table(db, "journal_entries", {
@@ -113,14 +114,17 @@ _Entry = tuple[str, str, str, str, list[str], list[str]]  # id, at, source, cont
 
 def _entries(event: RecordedEvent) -> list[_Entry]:
     """The journal lines an event adds: notes and extracted facts (the search index's journal
-    items), and each mined memory, at the time of the turns it was mined from."""
+    items), and each mined memory that reads on its own (:func:`.readable.self_contained`;
+    "It's gonna be Nate's 4th one" says nothing without its turn, which recall keeps), at
+    the time of the turns it was mined from."""
     data = event.data
     if isinstance(data, MemoriesMined):
         return [(str(m["id"]), str(m.get("at") or event.occurred_at),
                  data.model or "model", scrub(str(m["content"])),
                  [str(r) for r in m.get("refs") or ()],
                  [str(e) for e in m.get("events") or ()])
-                for m in data.memories if str(m.get("content", "")).strip()]
+                for m in data.memories
+                if str(m.get("content", "")).strip() and self_contained(str(m["content"]))]
     derived = [str(e) for e in data.from_events] if isinstance(data, FactsExtracted) else []
     return [(item.id, item.at, str(item.extra.get("source", "")), item.content, list(item.refs),
              derived) for item in journal_items(event)]

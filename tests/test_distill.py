@@ -292,7 +292,7 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
 ])
 def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
         statement: str, alone: bool) -> None:
-    from workers.mining.statements import self_contained
+    from projections.readable import self_contained
 
     assert self_contained(statement) is alone
 
@@ -301,7 +301,7 @@ def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None
     """LoCoMo's annotators wrote their observations to be read without the conversation."""
     import json
 
-    from workers.mining.statements import self_contained
+    from projections.readable import self_contained
 
     facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
              for line in path.read_text().splitlines()]
@@ -334,6 +334,31 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     ("Maya lives in Porto", "Maya lives in Porto"),
 ])
 def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
-    from workers.mining.statements import first_sentence
+    from projections.readable import first_sentence
 
     assert first_sentence(statement) == first
+
+
+@pytest.mark.parametrize(("statement", "profile"), [
+    ("Ravi adopted a parrot called Noodle.", True),
+    ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first
+    ("Ravi's cat has been renamed Mochi.", True),                # the person's own thing
+    ("Career change done: Ravi got hired as a tester.", True),   # after a headline
+    ("The user moved to Leeds.", True),
+    ("Pets have a way of brightening Joanna's days.", False),    # mentioned in passing
+    ("Marrying Melanie's partner was the best part.", False),
+    ("Turns out she had no other family - it broke Maria's heart.", False),
+    ("Gonna continue Caroline's edu and check out career options.", False),
+])
+def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
+        statement: str, profile: bool) -> None:
+    """The classifier hears an attribute in a sentence that only mentions a person ("Pets
+    have a way of brightening Joanna's days": a pet): such a line is no fact about them."""
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import section_for
+
+    names = frozenset({"ravi", "joanna", "melanie", "maria", "caroline", "the"})
+    memory = Memory("m", "user_preference", statement, "fact", "", 0.7, 1.0, [], "active", [],
+                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
+                    "", "someone|pet")
+    assert (section_for(memory, names) == "Profile") is profile

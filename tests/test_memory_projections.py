@@ -50,6 +50,22 @@ def test_journal_files_per_utc_day(home: Home, log: EventLog, store: ProjectionS
     assert (home.memory_dir / "2024-03-02.md").read_text().endswith("- 10:15:30 [user] next day\n")
 
 
+def test_a_days_journal_keeps_the_mined_lines_that_read_on_their_own(
+        home: Home, log: EventLog, store: ProjectionStore) -> None:
+    """A mined statement that points at what only its turn names ("It's gonna be Nate's 4th
+    one") is no line of the day's journal; its memory stays, and recall finds it there."""
+    said = ["Nate won a video game tournament in Chicago.", "It's gonna be Nate's 4th one.",
+            "Nate loves it."]
+    log.append(MemoriesMined(session="s", model="heuristic", memories=[
+        {"id": f"m{i}", "type": "user_preference", "content": text, "refs": [f"c:{i}"],
+         "at": at(1).isoformat()} for i, text in enumerate(said)]), stream="memory")
+    store.catch_up_all()
+    assert (home.memory_dir / "2024-03-01.md").read_text() == (
+        "# Journal 2024-03-01\n\n"
+        "- 10:15:30 [heuristic] Nate won a video game tournament in Chicago.\n")
+    assert [m.content for m in list_memories(store.db)] == said
+
+
 def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: EventLog,  # type: ignore[no-untyped-def]
                                                             store) -> None:
     home.memory_dir.mkdir(parents=True)

@@ -54,6 +54,8 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("Sam and I split up.", "Sam and Caroline split up."),          # a compound subject
     ("My wife and I have moved.", "Caroline's wife and Caroline have moved."),
     ("I mostly write Rust.", "Caroline mostly writes Rust."),         # an adverb in -ly
+    ("Since I last saw them I moved.", "Since Caroline last saw them Caroline moved."),
+    ("What can I say, I love turtles.", "What can Caroline say, Caroline loves turtles."),
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected
@@ -70,6 +72,10 @@ def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str
     ("I think so.", False),                            # hedged, no content
     ("Oh wow, yeah I moved to Leeds.", True),          # a lead of interjections aside
     ("The sunset was unreal.", False),                 # says nothing about the speaker
+    ("Looks like we both need a break.", False),       # the speaker and the listener
+    ("We all have our different paths.", False),       # everyone
+    ("I love to.", False),                              # an answer leaning on a question
+    ("And yup, I do- Oscar, my guinea pig.", False),
 ])
 def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:
     assert is_disclosure(sentence) is kept
@@ -99,3 +105,18 @@ def test_a_sentence_about_the_speakers_thing_is_an_owned_statement() -> None:
         ("Melanie's cat has been renamed Mochi, the old name never stuck.", True)]
     assert [s.owned for s in statements(turn("I adopted a cat."))] == [False]
     assert statements(turn("The sunset was unreal?")) == []
+
+
+def test_an_opening_address_is_no_subject() -> None:
+    """"Joanna, my …" said by Melanie to Joanna is about Melanie: the name it opens with
+    would read as the statement's subject ("Joanna, Melanie's family …"); so would a lead
+    "So" taken from "So far"."""
+    names = {"Melanie", "Joanna"}
+    said = "Joanna, my family's been great. Hey Joanna, I adopted a cat. Wow Joanna, I won a cup!"
+    assert [s.text for s in statements(turn(said), names)] == [
+        "Melanie's family's been great.", "Melanie adopted a cat.", "Melanie won a cup."]
+    assert [s.text for s in statements(turn("So far, so good: I sold ten prints."), names)] \
+        == ["So far, so good: Melanie sold ten prints."]
+    # a name that is no speaker's stays: it may be the subject
+    assert [s.text for s in statements(turn("Rex, my dog, is ill."), names)] == [
+        "Rex, Melanie's dog, is ill."]

@@ -39,6 +39,7 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
 from projections.memories import Memory, get_memory, list_memories
+from projections.readable import LIST_MARK, first_sentence, self_contained
 from projections.relative_time import MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
@@ -46,7 +47,7 @@ from projections.tokens import estimate
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.statements import LIST_MARK, first_sentence, is_event, self_contained
+from ..mining.statements import is_event
 from ..mining.text import content_words, grounded, normal
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -73,15 +74,16 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     current value (it has a subject key), or says a like, a relationship or a dated plan of
     the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
-    a statement must begin with one of them. A mined statement that does not read on its
-    own (:func:`..mining.statements.self_contained`: "Tim is a huge fan of this genre")
-    joins no section: its journal and recall keep it beside its turn."""
+    a statement must begin with one of them, and a current value must name its person
+    (:func:`names_its_person`), else it is taken as any other statement. A mined statement
+    that does not read on its own (:func:`projections.readable.self_contained`: "Tim is a
+    huge fan of this genre") joins no section: its journal and recall keep it beside its turn."""
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content):
         return None
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
-    if memory.subject:
+    if memory.subject and (not names or names_its_person(memory.content, names)):
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else PROFILE.section
     text = memory.content
@@ -96,15 +98,36 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     return None
 
 
+_NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
+
+
+def names_its_person(text: str, names: frozenset[str]) -> bool:
+    """Whether a current value's first sentence names a speaker as one who does or is
+    something — a name that is no possessive ("… the parrot Ravi adopted"), or one that
+    opens it ("Ravi's cat has been renamed Mochi"), or "the user" — rather than mentioning
+    them in passing, where the attribute the classifier heard is no fact about them ("Pets
+    have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
+    part")."""
+    first = first_sentence(_LEAD_IN.sub("", " ".join(text.split())))
+    if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
+        return True
+    words = _NAME_WORD.findall(first)
+    if words and _first_word(words[0]) in names:
+        return True
+    return any(w.casefold() in names for w in words[1:] if w[0].isupper())
+
+
 def _first_word(text: str) -> str:
     first = text.split(maxsplit=1)[0] if text.split() else ""
     return re.sub(r"(?:'s?|’s?)$", "", first).casefold()
 
 
 def speaker_names(store: ProjectionStore) -> frozenset[str]:
-    """The first names of the home's speakers, casefolded, and "the" (for "The user")."""
-    rows = store.db.execute("SELECT DISTINCT name FROM turns").fetchall()
-    return frozenset({"the"} | {_first_word(r[0]) for r in rows if r[0] and r[0].strip()})
+    """The first names of the home's speakers, casefolded, and "the" (for "The user");
+    none when the home has no turns (then no statement is checked for a name)."""
+    rows = [r[0] for r in store.db.execute("SELECT DISTINCT name FROM turns") if r[0]
+            and r[0].strip()]
+    return frozenset({"the"} | {_first_word(name) for name in rows}) if rows else frozenset()
 
 
 # A mined statement joins MEMORY.md when it *says* a like, a relationship or a dated plan
@@ -257,16 +280,19 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 def _stale(store: ProjectionStore) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
-    that no longer joins MEMORY.md because it does not read on its own (a line written
-    before :func:`section_for` left such lines out goes on the next run)."""
+    that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
+    it out goes on the next run)."""
     def lines(memories: Iterable[Memory]) -> set[str]:   # a line written whole or cut
         return {normal(form) for m in memories if m.content.strip()
                 for form in (m.content, statement_of(m))}
 
     active = list_memories(store.db)
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
-    return gone | lines(m for m in active if m.source not in NOT_MINED
-                        and not self_contained(m.content))
+    names = speaker_names(store)
+    left_out = {m.id for m in active if m.source not in NOT_MINED
+                and section_for(m, names) is None}
+    return gone | (lines(m for m in active if m.id in left_out)
+                   - lines(m for m in active if m.id not in left_out))
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],

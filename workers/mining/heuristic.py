@@ -147,6 +147,7 @@ def _from_statement(statement: Statement) -> Candidate:
 def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
     """The chunk's source turns' notes and disclosures, in turn order (module doc)."""
     out: list[Candidate] = []
+    names = {turn.speaker for turn in chunk.turns}
     for turn in chunk.turns:
         if not turn.source:
             continue
@@ -159,7 +160,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
                 trouble = _tool_trouble(turn, sentence)
                 if trouble is not None:
                     found.append(trouble)
-        found += [_from_statement(s) for s in statements(turn)
+        found += [_from_statement(s) for s in statements(turn, names)
                   if _REMEMBER.match(s.said.casefold()) is None]
         out += found[:PER_TURN]
     return out

@@ -22,6 +22,7 @@ rests on its one turn, so a memory's refs name exactly where it came from.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from events import clock
@@ -33,8 +34,10 @@ from .text import GENERIC_SPEAKERS, content_words
 MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
 _CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
-_LEAD = re.compile(r"^(?:(?:and|but|so|also|anyway|oh|well|plus|still|btw|by the way|yup|yep"
-                   r"|yeah|yes|ok|okay|wow|hey|hi|ah|aw+|hmm+|um+|haha+|lol|sure|totally"
+_LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
+                   r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
+                   r"|haha+|lol"
+                   r"|sure|totally"
                    r"|honestly|actually)[,!]?\s+)+",
                    re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
@@ -48,6 +51,13 @@ _REACTION = re.compile(
     r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see"
     r"|i love that|i love it|i love this|i appreciate|i'm happy for)\b")
 _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe)\b")
+# "we" that takes in the listener ("we both need a break", "we all have our paths"): a
+# sentence about the two of them, or everyone, is no disclosure about the speaker
+_SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) of us\b")
+# an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"): what
+# it says is in the question, which is not repeated
+_ELLIPSIS = re.compile(r"\b(?:i|we) (?:do|did|am|was|have|had|will|would|can|could"
+                       r"|(?:love|like|want|need|have|used) to)\s*(?:[-–—.!,;:]|$)")
 
 
 _OWNED = re.compile(r"^the ([a-z]+) (?=(?:is|was|has|had|got|gets|now|just|finally)\b)")
@@ -79,7 +89,8 @@ def is_disclosure(sentence: str) -> bool:
     low = _LEAD.sub("", sentence.casefold().replace("’", "'"))
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
-    if _SECOND_PERSON.search(low) or _REACTION.match(low) or _HEDGE.match(low):
+    if _SECOND_PERSON.search(low) or _REACTION.match(low) or _HEDGE.match(low) \
+            or _SHARED.search(low) or _ELLIPSIS.search(low):
         return False
     return len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
@@ -89,7 +100,7 @@ _BE = {"am": "is", "'m": "is", "was": "was", "have": "has", "'ve": "has", "do": 
        "were": "was", "'re": "is", "haven't": "hasn't", "aren't": "isn't"}
 _ADVERBS = frozenset("""also just really still always never often usually recently finally
 already even only actually totally definitely sometimes both all kind sort now
-then once""".split())
+then once last first ever soon""".split())
 _MODALS = frozenset("""can could will would should shall must might may did didn't can't
 couldn't won't wouldn't shouldn't wasn't weren't""".split())
 _KEEP = _MODALS | _ADVERBS     # words after "I" that stay as they are
@@ -152,7 +163,9 @@ def third_person(sentence: str, speaker: str) -> str:
         words.append(token)
         if low in ("i", "we"):
             out.append(name)
-            agree = not _compound(words[:-1])
+            # "What can I say": after a modal the verb stays as it is
+            agree = not _compound(words[:-1]) and not (
+                len(words) > 1 and words[-2].lower() in _MODALS | {"do", "does"})
             continue
         if low in _CONTRACTED:
             out += [name, " ", _CONTRACTED[low]]
@@ -189,16 +202,30 @@ def _follows(sentence: str) -> bool:
                 or _HEDGE.match(low)) and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
-def statements(turn: Turn) -> list[Statement]:
+def _vocative(names: Collection[str]) -> re.Pattern[str] | None:
+    """A sentence's opening address to someone by name ("Joanna, I'm glad …", "Hey Nate,
+    my …", after the interjections :data:`_LEAD` takes), which its third-person form would
+    read as its subject."""
+    names = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(rf"^(?:{'|'.join(map(re.escape, names))})[,!]\s+", re.IGNORECASE)
+
+
+def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
     """The disclosures of a source turn, in the third person, dated; a sentence that goes
-    on with a disclosure (:func:`_follows`) joins it."""
+    on with a disclosure (:func:`_follows`) joins it. ``names``: the conversation's
+    speakers, whom a sentence may open by addressing (left out)."""
     if not turn.source:
         return []
     at = clock.from_iso(turn.at)
+    vocative = _vocative(names)
     groups: list[list[str]] = []
     owned: set[int] = set()     # groups that start with "the <thing>"
     joined = False       # the last sentence was a disclosure or joined one
-    for sentence in sentences(turn.text):
+    for said in sentences(turn.text):
+        sentence = vocative.sub("", _LEAD.sub("", said)) if vocative else said
+        sentence = sentence[:1].upper() + sentence[1:]
         if is_disclosure(sentence):
             groups.append([sentence])
             joined = True
@@ -244,56 +271,3 @@ def is_event(statement: str) -> bool:
         if past:
             return not (i and words[i - 1] in _PERFECT)
     return False
-
-
-# What a statement can point at only through the turns around it: a demonstrative ("this
-# app", "these poses", "like that"; "this week" is a time, not a pointer), a pronoun it
-# opens with ("He's even …"), "another" with no noun, or a pronoun with no noun before it
-# to stand for ("Melanie loves it", "named her Tilly"; "finds it hard to", "it's" are no
-# pointers). A mined statement names its speaker, so a pronoun left is someone else. Only
-# the first clause counts: a later one may point back into it ("… a dog, she is Bo").
-_TIME_NOUN = (r"(?:year|week|month|morning|afternoon|evening|night|weekend|summer|winter"
-              r"|spring|autumn|fall|time|season|semester|term|past|coming)")
-_POINTER = re.compile(rf"\b(?:this|these|those)\b(?! {_TIME_NOUN}\b)|^(?:that|this)\b"
-                      r"|\b(?:like that|that (?:world|one|place|stuff|thing))\b"
-                      r"|^(?:he|she|they|it|his|her|their|its|him|them)\b"
-                      r"|(?<!one )\banother\b(?=[,.!?]|$| (?:one|at|in|on|from|for|of|to|and"
-                      r"|with)\b)",
-                      re.IGNORECASE)
-_PRONOUN = re.compile(r"\b(?:it|them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b"
-                      r"| \w+ (?:to|that|how|when|being|for)\b)"
-                      r"|\b[Hh]er\b(?= [A-Z]|[,.!?]|$| (?:at|in|on|to|for|with|from|up|out|off"
-                      r"|back|again|around)\b)")
-_NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|every|each|any"
-                          r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
-_FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
-                           r"|since)\s")
-_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
-LIST_MARK = re.compile(r"^(?:[-–—•*]\s+)+")   # a line copied with its list mark
-
-
-_SENTENCE_END = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs|No))(?<!\bMrs)[.!?]+"
-                           r"(?=\s+[\"“'‘(A-Z0-9])")
-
-
-def first_sentence(statement: str) -> str:
-    """A statement's first sentence ("Tim loves traveling too. That picture is awesome." →
-    "Tim loves traveling too."): where a sentence ends before a capital, a digit or a quote,
-    not after a title ("Dr.", "St.")."""
-    found = _SENTENCE_END.search(statement)
-    return statement[:found.end()].strip() if found else statement.strip()
-
-
-def self_contained(statement: str) -> bool:
-    """Whether a statement reads on its own, without the conversation it came from: its
-    first clause points at nothing it does not name (see the comment above). Of LoCoMo's
-    1,210 dev observations, statements written to stand alone, 5 are judged otherwise."""
-    text = LIST_MARK.sub("", _QUOTED.sub('""', statement))
-    first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
-    if _POINTER.search(first):
-        return False
-    found = _PRONOUN.search(first)
-    if found is None:
-        return True
-    before = first[:found.start()].split()[1:]   # the name it opens with stands for no thing
-    return bool(_NOUN_PHRASE.search(" ".join(before)))
