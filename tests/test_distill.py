@@ -349,6 +349,9 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("Marrying Melanie's partner was the best part.", False),
     ("Turns out she had no other family - it broke Maria's heart.", False),
     ("Gonna continue Caroline's edu and check out career options.", False),
+    ("The team has been really nice.", False),                  # "the" is no name
+    ("Maria is off to bake some cakes.", False),                 # an intention, no state
+    ("Ravi is going to move to Leeds.", False),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

@@ -75,7 +75,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
     a statement must begin with one of them, and a current value must name its person
-    (:func:`names_its_person`), else it is taken as any other statement. A mined statement
+    (:func:`names_its_person`) and say no intention ("Maria is off to bake some cakes":
+    a plan, kept as one when dated), else it is taken as any other statement. A mined statement
     that does not read on its own (:func:`projections.readable.self_contained`: "Tim is a
     huge fan of this genre") joins no section: its journal and recall keep it beside its turn."""
     mined = memory.source not in NOT_MINED
@@ -83,7 +84,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
         return None
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
-    if memory.subject and (not names or names_its_person(memory.content, names)):
+    if memory.subject and (not names or names_its_person(memory.content, names)) \
+            and not _INTENDS.match(_LEAD_IN.sub("", memory.content)):
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else PROFILE.section
     text = memory.content
@@ -111,6 +113,7 @@ def names_its_person(text: str, names: frozenset[str]) -> bool:
     first = first_sentence(_LEAD_IN.sub("", " ".join(text.split())))
     if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
         return True
+    names = names - {"the"}     # "the" stands for "The user", found above
     words = _NAME_WORD.findall(first)
     if words and _first_word(words[0]) in names:
         return True
@@ -149,7 +152,7 @@ _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc
                   r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
                   r"|(?:named|called) )")
 _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
-                      r"|hopes? to|wants? to|is (?:about|due) to)\b")
+                      r"|hopes? to|wants? to|is (?:about|due|off) to)\b")
 _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_name)}"
                    r"|\d{4})\b")
 
