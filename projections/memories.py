@@ -46,11 +46,13 @@ from events.types import (
 
 from .engine import Projector
 from .items import Item, forget_keys, memory_items
+from .readable import self_contained
 from .schema import create_table
 
 FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
 STATUSES = ("active", "superseded", "forgotten", "archived")
+NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
 
 
 class MemoriesProjector(Projector):
@@ -321,13 +323,18 @@ def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:
 
 
 def memory_states(db: sqlite3.Connection,
-                  ids: Sequence[str]) -> dict[str, tuple[str, float, float]]:
-    """id → (status, confidence, relevancy), for recall's filtering and weighting."""
+                  ids: Sequence[str]) -> dict[str, tuple[str, float, float, bool]]:
+    """id → (status, confidence, relevancy, whether it reads on its own), for recall's
+    filtering and weighting. A mined statement that points at what only its turn names
+    (:func:`.readable.self_contained`: "Nate named her Tilly") does not read on its own; its
+    turn, which recall also finds, does. Notes and detected facts always read on their own:
+    they are a person's own words."""
     if not ids:
         return {}
-    rows = db.execute(f"SELECT id, status, confidence, relevancy FROM memories WHERE id IN"
-                      f" ({','.join('?' * len(ids))})", list(ids)).fetchall()
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    rows = db.execute(f"SELECT id, status, confidence, relevancy, source, content FROM memories"
+                      f" WHERE id IN ({','.join('?' * len(ids))})", list(ids)).fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4] in NOT_MINED or self_contained(r[5] or ""))
+            for r in rows}
 
 
 def memory_counts(db: sqlite3.Connection) -> list[tuple[str, str, int]]:

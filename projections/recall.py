@@ -365,10 +365,12 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
 
 
 def _weight(hit: Hit, now: dt.datetime, essays: set[str],
-            states: Mapping[str, tuple[str, float, float]], replaced: set[str]) -> float | None:
+            states: Mapping[str, tuple[str, float, float, bool]],
+            replaced: set[str]) -> float | None:
     """A candidate's weight: freshness, essays lighter, memories by confidence ×
     relevancy, a replaced turn by :data:`weights.REPLACED_WEIGHT`; None for what is not shown (a
-    memory or a remembered note's journal line no longer active, MEMORY.md's sections)."""
+    memory or a remembered note's journal line no longer active, a mined statement that does
+    not read on its own, MEMORY.md's sections)."""
     if hit.source == LONG_TERM:
         return None     # MEMORY.md comes in the head only (see _fixed_head)
     weight = _freshness(hit.at, now)
@@ -377,8 +379,8 @@ def _weight(hit: Hit, now: dt.datetime, essays: set[str],
     if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
         return None
     if hit.source == MEMORY:
-        status, confidence, relevancy = states.get(hit.id, ("active", 1.0, 1.0))
-        if status != "active":
+        status, confidence, relevancy, alone = states.get(hit.id, ("active", 1.0, 1.0, True))
+        if status != "active" or not alone:   # its turn, a candidate too, reads better
             return None
         weight *= confidence * relevancy
     if replaced and hit.source == TURN and set(hit.refs) <= replaced:

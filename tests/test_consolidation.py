@@ -12,6 +12,7 @@ from events.types import (
     MemoriesMined,
     MemorySuperseded,
     Remembered,
+    UserTurn,
 )
 from projections.long_term import CAP
 from workers.consolidation.consolidate import TARGET, consolidate
@@ -95,6 +96,27 @@ def test_a_mined_line_that_needs_its_turns_leaves_memory_md(home: Home) -> None:
         note(log, "I love this genre")
     consolidate(home, HEURISTIC)
     assert "- I love this genre" in memory_md(home)
+
+
+def test_a_current_value_that_only_mentions_its_person_leaves_memory_md(home: Home) -> None:
+    """The classifier hears a pet in "Pets have a way of brightening Joanna's days": a
+    line written before the profile asked for its person to be named goes on the next
+    run, a current value that names her stays."""
+    with EventLog(home.events_db) as log:
+        log.append(UserTurn(session="s", text="My turtles are Tilly and Shell.", name="Joanna"),
+                   stream="s")
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "m1", "type": "user_preference", "subject": "joanna|pet",
+             "content": "Pets have a way of brightening Joanna's days."},
+            {"id": "m2", "type": "user_preference", "subject": "joanna|pet",
+             "content": "Joanna's turtles are Tilly and Shell."}]), stream="memory")
+        log.append(LongTermRewritten(content="# Memory\n\n## Profile\n"
+                                             "- Pets have a way of brightening Joanna's days\n",
+                                     reviewed_upto=0), stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.stale_dropped == 1
+    assert "Pets" not in memory_md(home) and "Joanna's turtles are Tilly and Shell" in \
+        memory_md(home)
 
 
 def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: Home) -> None:

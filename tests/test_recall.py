@@ -124,6 +124,25 @@ def test_flagged_and_superseded_memories_weigh_less_or_vanish(log: EventLog,
     assert first[1] not in memory_ids
 
 
+def test_a_mined_statement_that_needs_its_turn_is_no_recall_item(
+        log: EventLog, store: ProjectionStore) -> None:
+    """"Joanna named her Tilly" stands in for nothing: its turn, which names the turtle, is
+    what recall shows; a person's own note in the same words stays theirs."""
+    log.append(UserTurn(session="s", text="My new turtle! I named her Tilly.", name="Joanna"),
+               stream="s", ref="c:1")
+    log.append(MemoriesMined(session="s", model="heuristic", memories=[
+        {"id": "loose", "type": "user_preference", "content": "Joanna named her Tilly.",
+         "refs": ["c:1"]},
+        {"id": "alone", "type": "user_preference", "content": "Joanna named the turtle Tilly.",
+         "refs": ["c:1"]}]), stream="memory")
+    log.append(Remembered(text="Named her Tilly", type="user_preference"), stream="memory")
+    store.catch_up_all()
+    found = {i.id for i in recall(store.db, "Tilly named", budget=0, k=10).items}
+    assert "alone" in found and "loose" not in found
+    assert any(i.source == "turn" for i in recall(store.db, "Tilly named", 0, 10).items)
+    assert any(i.content == "Named her Tilly" for i in recall(store.db, "Tilly named", 0, 10).items)
+
+
 def test_without_vectors_recall_answers_from_fts(log: EventLog, store: ProjectionStore) -> None:
     seed(log)
     store.catch_up_all()

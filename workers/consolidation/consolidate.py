@@ -38,7 +38,7 @@ from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
-from projections.memories import Memory, get_memory, list_memories
+from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.readable import LIST_MARK, first_sentence, self_contained
 from projections.relative_time import MONTH_NAME, day_text
 from projections.secrets import scrub
@@ -60,7 +60,6 @@ PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
 # in registry order, plans, notes
 ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
-NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
 # a short headline before a colon, then the statement ("Big news: Maya moved …"); not
 # "Guess what Maya does now: pottery", where the value follows the colon
 _LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
