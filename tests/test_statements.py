@@ -76,6 +76,7 @@ def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str
     ("We all have our different paths.", False),       # everyone
     ("I love to.", False),                              # an answer leaning on a question
     ("And yup, I do- Oscar, my guinea pig.", False),
+    ("I have, like, three cats at home.", True),        # a comma is no ellipsis
 ])
 def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:
     assert is_disclosure(sentence) is kept

@@ -57,7 +57,7 @@ _SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) o
 # an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"): what
 # it says is in the question, which is not repeated
 _ELLIPSIS = re.compile(r"\b(?:i|we) (?:do|did|am|was|have|had|will|would|can|could"
-                       r"|(?:love|like|want|need|have|used) to)\s*(?:[-–—.!,;:]|$)")
+                       r"|(?:love|like|want|need|have|used) to)\s*(?:[-–—.!;:]|$)")
 
 
 _OWNED = re.compile(r"^the ([a-z]+) (?=(?:is|was|has|had|got|gets|now|just|finally)\b)")
