@@ -75,9 +75,10 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
     a statement must begin with one of them, and a current value must name its person
     (:func:`names_its_person`) and say no intention ("Maria is off to bake some cakes":
-    a plan, kept as one when dated), else it is taken as any other statement. A mined statement
-    that does not read on its own (:func:`projections.readable.self_contained`: "Tim is a
-    huge fan of this genre") joins no section: its journal and recall keep it beside its turn."""
+    a plan, kept as one when dated), else it is taken as any other statement. A mined
+    statement that does not read on its own (:func:`projections.readable.self_contained`:
+    "Tim is a huge fan of this genre") joins no section: its journal and recall keep it
+    beside its turn."""
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content):
         return None
@@ -279,7 +280,7 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
         return []
 
 
-def _stale(store: ProjectionStore) -> set[str]:
+def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
@@ -290,7 +291,6 @@ def _stale(store: ProjectionStore) -> set[str]:
 
     active = list_memories(store.db)
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
-    names = speaker_names(store)
     left_out = {m.id for m in active if m.source not in NOT_MINED
                 and section_for(m, names) is None}
     return gone | (lines(m for m in active if m.id in left_out)
@@ -302,7 +302,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     """The deterministic merge; returns (head, sections, titles of changed sections)."""
     head, parsed = parse(current)
     sections = {s.title: s for s in parsed}
-    stale = _stale(store)
+    names = speaker_names(store)
+    stale = _stale(store, names)
     changed: set[str] = set()
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
@@ -311,7 +312,6 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             section.bullets = kept
             changed.add(section.title)
     said = {normal(bare(b)) for s in sections.values() for b in s.bullets}
-    names = speaker_names(store)
     for _seq, entry_id, _date, content in entries:
         text = " ".join(scrub(content).split())
         if not text or normal(text) in said or normal(text) in stale:

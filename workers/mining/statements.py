@@ -36,9 +36,7 @@ MAX_CHARS = 280
 _CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
-                   r"|haha+|lol"
-                   r"|sure|totally"
-                   r"|honestly|actually)[,!]?\s+)+",
+                   r"|haha+|lol|sure|totally|honestly|actually)[,!]?\s+)+",
                    re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
