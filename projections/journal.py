@@ -41,7 +41,7 @@ class JournalProjector(Projector):
     name = "journal"
     handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
                          JournalArchived})
-    version = 3
+    version = 4
 
     def create(self, db: sqlite3.Connection) -> None:
         create_table(db, "journal_entries", {
@@ -154,10 +154,11 @@ def journal_days(db: sqlite3.Connection) -> list[tuple[str, int, bool]]:
 
 
 def entries_for(db: sqlite3.Connection, date: str) -> list[tuple[str, str, str, str]]:
-    """(id, at, source, content) of a day's entries in log order."""
+    """(id, at, source, content) of a day's entries in the order they happened (an import
+    mines a day's sessions in the order it found them), then in log order."""
     try:
         return db.execute("SELECT id, at, source, content FROM journal_entries WHERE date = ?"
-                          " ORDER BY seq, n", (date,)).fetchall()
+                          " ORDER BY at, seq, n", (date,)).fetchall()
     except sqlite3.OperationalError:  # not projected yet
         return []
 

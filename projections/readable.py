@@ -9,17 +9,19 @@ import re
 
 # What a statement can point at only through the turns around it: a demonstrative ("this
 # app", "these poses", "like that"; "this week" is a time, not a pointer), a pronoun it
-# opens with ("He's even …"), "another" with no noun, or a pronoun with no noun before it
-# to stand for ("Melanie loves it", "named her Tilly"; "finds it hard to", "it's" are no
-# pointers). A mined statement names its speaker, so a pronoun left is someone else. Only
-# the first clause counts: a later one may point back into it ("… a dog, she is Bo").
+# opens with ("He's even …"), "another" with no noun, "… of it", "got one", or a pronoun
+# with no noun before it to stand for ("Melanie loves it", "named her Tilly"; "finds it
+# hard to", "it's" are no pointers). A mined statement names its speaker, so a pronoun left
+# is someone else. Only the first clause counts: a later one may point back into it ("… a
+# dog, she is Bo").
 _TIME_NOUN = (r"(?:year|week|month|morning|afternoon|evening|night|weekend|summer|winter"
               r"|spring|autumn|fall|time|season|semester|term|past|coming)")
 _POINTER = re.compile(rf"\b(?:this|these|those)\b(?! {_TIME_NOUN}\b)|^(?:that|this)\b"
                       r"|\b(?:like that|that (?:world|one|place|stuff|thing))\b"
                       r"|^(?:he|she|they|it|his|her|their|its|him|them)\b"
                       r"|(?<!one )\banother\b(?=[,.!?]|$| (?:one|at|in|on|from|for|of|to|and"
-                      r"|with)\b)",
+                      r"|with)\b)|\bof (?:it|them)\b(?!['’])"
+                      r"|\b(?:got|bought|ordered|found|picked up) one\b(?! of\b)",
                       re.IGNORECASE)
 _PRONOUN = re.compile(r"\b(?:it|them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b"
                       r"| \w+ (?:to|that|how|when|being|for)\b)"

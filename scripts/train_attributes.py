@@ -49,11 +49,13 @@ def embedder(folder: Path) -> OnnxEmbedder:
 
 
 def locomo_statements(conv: str) -> list[tuple[str, str]]:
+    turns = [json.loads(line)
+             for line in (LOCOMO / f"{conv}.transcript.jsonl").read_text().splitlines()]
+    names = {t["name"] for t in turns}     # mining cuts an address to either speaker
     out = []
-    for line in (LOCOMO / f"{conv}.transcript.jsonl").read_text().splitlines():
-        t = json.loads(line)
+    for t in turns:
         turn = Turn(1, 1, "e", t["ref"], t["role"], t["name"], t["text"], t["at"], True)
-        out += [(s.text, t["name"]) for s in statements(turn)]
+        out += [(s.text, t["name"]) for s in statements(turn, names)]
     return out
 
 
@@ -160,13 +162,14 @@ def _check_generator(classifier: Classifier) -> None:
     rows = []
     for seed in (1, 2, 3):
         for conv in generate(seed).conversations:
+            names = {t["name"] for t in conv.turns}
             for t in conv.turns:
                 if t["role"] != "user":
                     continue
                 attr = next((a.key for a in CHANGING if any(v in t["text"] for v in a.values)),
                             None)
                 turn = Turn(1, 1, "e", t["ref"], "user", t["name"], t["text"], t["at"], True)
-                rows += [(attr, s.text, t["name"]) for s in statements(turn)]
+                rows += [(attr, s.text, t["name"]) for s in statements(turn, names)]
     found = classifier.attributes([(s, who) for _, s, who in rows])
     changing = [(a, f) for (a, _, _), f in zip(rows, found, strict=True) if a]
     others = [f for (a, _, _), f in zip(rows, found, strict=True) if not a]

@@ -246,6 +246,10 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("Caroline is going to a transgender conference in July 2023.", "Plans"),
     ("Caroline will keep ya posted.", None),                          # a plan with no when
     ("Caroline was so happy and thankful for all the support.", None),
+    # a reaction to what the other side proposed is not the person's own taste
+    ("The user likes the idea of creating a content calendar.", None),
+    ("Maya loves the sound of that recipe.", None),
+    ("Maya loves the sound of rain.", "Preferences"),
 ])
 def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
         statement: str, section: str | None) -> None:
@@ -289,6 +293,9 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
     ("Nate saw another at a pet store.", False),
     ("Nate's turtles play with one another.", True),
     ("- Nate loves it.", False),                             # a bullet mark is no word
+    ("The user enjoys the physical challenge of it.", False),  # of what?
+    ("The user recently got one from Best Buy.", False),     # one what?
+    ("Maya got one of the last tickets.", True),
 ])
 def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
         statement: str, alone: bool) -> None:
@@ -352,6 +359,10 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("The team has been really nice.", False),                  # "the" is no name
     ("Maria is off to bake some cakes.", False),                 # an intention, no state
     ("Ravi is going to move to Leeds.", False),
+    ("The user is looking for a good moving company.", False),  # a need, no state
+    ("The user would like to know the dates of the events.", False),
+    ("The user is considering the swim membership.", False),
+    ("The user drives a 2018 Mustang GT.", True),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

@@ -50,6 +50,21 @@ def test_journal_files_per_utc_day(home: Home, log: EventLog, store: ProjectionS
     assert (home.memory_dir / "2024-03-02.md").read_text().endswith("- 10:15:30 [user] next day\n")
 
 
+def test_a_days_journal_reads_in_the_order_things_happened(
+        home: Home, log: EventLog, store: ProjectionStore) -> None:
+    """An import mines a day's sessions in the order it found them: the evening's session
+    first here. The journal tells the day as it went."""
+    for hour, text in ((20, "Ann cooked ribs for the family."), (9, "Ann went for a run.")):
+        log.append(MemoriesMined(session=f"s{hour}", model="heuristic", memories=[
+            {"id": f"m{hour}", "type": "user_preference", "content": text,
+             "refs": [f"c:{hour}"], "at": at(1, hour).isoformat()}]), stream="memory")
+    store.catch_up_all()
+    assert (home.memory_dir / "2024-03-01.md").read_text() == (
+        "# Journal 2024-03-01\n\n"
+        "- 09:15:30 [heuristic] Ann went for a run.\n"
+        "- 20:15:30 [heuristic] Ann cooked ribs for the family.\n")
+
+
 def test_a_days_journal_keeps_the_mined_lines_that_read_on_their_own(
         home: Home, log: EventLog, store: ProjectionStore) -> None:
     """A mined statement that points at what only its turn names ("It's gonna be Nate's 4th

@@ -163,6 +163,14 @@ def test_remember_that_questions_and_chatter() -> None:
     assert found[2].type == "tool_use"
 
 
+def test_a_habit_is_a_workflow_and_a_thought_with_never_or_always_is_not() -> None:
+    from workers.mining.heuristic import type_of
+
+    assert type_of("I usually do a warm-up before playing.") == "workflow"
+    assert type_of("I never realized how much the compass changed trade.") is None
+    assert type_of("I always wanted to see the fjords.") is None
+
+
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,
                                                                  tmp_path: Path) -> None:
     import datetime as dt

@@ -61,6 +61,13 @@ def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str
     assert third_person(sentence, "Caroline") == expected
 
 
+def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_opens() -> None:
+    assert third_person("My partner and I want to make this house our own.", "user") == (
+        "The user's partner and the user want to make this house the user's own.")
+    assert third_person("As for dates, I'm free in May.", "user") == (
+        "As for dates, the user is free in May.")
+
+
 @pytest.mark.parametrize(("sentence", "kept"), [
     ("I went to a support group yesterday and it was so powerful.", True),
     ("My sister Lena is a nurse.", True),

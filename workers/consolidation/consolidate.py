@@ -85,11 +85,12 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject and (not names or names_its_person(memory.content, names)) \
-            and not _INTENDS.match(_LEAD_IN.sub("", memory.content)):
+            and not (_INTENDS.match(bare := _LEAD_IN.sub("", memory.content))
+                     or _NEEDS.match(bare)):
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else PROFILE.section
     text = memory.content
-    if is_event(text) or (names and _first_word(text) not in names):
+    if is_event(text) or (names and _first_word(text) not in names) or _NEEDS.match(text):
         return None
     if _LIKES.match(text):
         return PREFERENCE.section
@@ -141,9 +142,14 @@ _WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|W
         r"|Everything|Nothing|Something|Seeing|Being|Having|Making)\b)"
         r"(?:The user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)(?:'s?|’s?)?\s+"
         r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
-_LIKES = re.compile(_WHO + r"(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
-                    r"|can't stand|can’t stand|is (?:a (?:big |huge )?fan of|allergic|vegetarian"
-                    r"|vegan|into)|favou?rite)\b")
+# Not a like: a reaction to what was just proposed ("The user likes the idea of a content
+# calendar", "… loves the sound of that recipe"), the other side's suggestion, not the
+# person's own taste ("loves the sound of rain" is one).
+_LIKES = re.compile(_WHO + r"(?:(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
+                    r"|can't stand|can’t stand)\b(?! (?:the )?(?:(?:idea|thought|suggestion)s?"
+                    r" of|(?:sound|look)s? of (?:that|this|these|those|it|your)\b))"
+                    r"|(?:is (?:a (?:big |huge )?fan of|allergic|vegetarian|vegan|into)"
+                    r"|favou?rite)\b)")
 _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
                   r"|brother|mother|father|mom|mum|dad|son|daughter|kids|children|grandma"
                   r"|grandpa|grandmother|grandfather|best friend|cousin|aunt|uncle|niece"
@@ -153,8 +159,17 @@ _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc
                   r"|(?:named|called) )")
 _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
                       r"|hopes? to|wants? to|is (?:about|due|off) to)\b")
-_WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|next|{'|'.join(calendar.day_name)}"
-                   r"|\d{4})\b")
+# A wish or a need ("… is looking for a moving company", "… would like to know", "… is
+# considering the swim membership", "… is interested in trying the rice bowl"): no state
+# of the person's, and no plan
+_NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|is (?:(?:really|particularly|very"
+                    r"|also) )*(?:looking (?:for|to)|hoping|considering|thinking (?:of|about)"
+                    r"|wondering|trying to (?:decide|figure out|find)|interested in (?:trying"
+                    r"|learning|getting|finding|checking|exploring)))\b")
+_DAY = "|".join(calendar.day_name)
+# a when: "next" only before a time ("next week", not "the user's next track day")
+_WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|month|year"
+                   r"|weekend|summer|winter|spring|autumn|fall))\b")
 
 
 def statement_of(memory: Memory) -> str:

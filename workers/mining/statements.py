@@ -14,7 +14,7 @@ third-person statements that name who.
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
    is"), "my"/"our" the name's possessive, "me"/"us" the name; relative time is resolved
    from the turn's own time (:func:`projections.relative_time.resolve`). A speaker with no
-   name ("user") is written "The user".
+   name ("user") is written "the user" ("The user" where it opens a sentence).
 
 Deterministic and instant: the same turn always gives the same statements. Each statement
 rests on its one turn, so a memory's refs name exactly where it came from.
@@ -138,7 +138,10 @@ _OBJECT = {"my": "possessive", "our": "possessive", "mine": "possessive",
 
 
 def display_name(speaker: str) -> str:
-    return "The user" if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
+    return _USER if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
+
+
+_USER = "The user"
 
 
 def _possessive(name: str) -> str:
@@ -148,6 +151,8 @@ def _possessive(name: str) -> str:
 def third_person(sentence: str, speaker: str) -> str:
     """``sentence`` said by ``speaker``, written about them (see the module doc)."""
     name = display_name(speaker)
+    if name == _USER:
+        name = "the user"    # capitalised below where it opens the sentence
     possessive = _possessive(name)
     tokens = _WORD.findall(sentence.replace("’", "'"))
     out: list[str] = []
@@ -222,7 +227,9 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
     owned: set[int] = set()     # groups that start with "the <thing>"
     joined = False       # the last sentence was a disclosure or joined one
     for said in sentences(turn.text):
-        sentence = vocative.sub("", _LEAD.sub("", said)) if vocative else said
+        sentence = said
+        if vocative and vocative.match(bare := _LEAD.sub("", said)):
+            sentence = vocative.sub("", bare)
         sentence = sentence[:1].upper() + sentence[1:]
         if is_disclosure(sentence):
             groups.append([sentence])
