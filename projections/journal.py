@@ -41,7 +41,7 @@ class JournalProjector(Projector):
     name = "journal"
     handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
                          JournalArchived})
-    version = 4
+    version = 5
 
     def create(self, db: sqlite3.Connection) -> None:
         create_table(db, "journal_entries", {

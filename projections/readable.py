@@ -9,11 +9,11 @@ import re
 
 # What a statement can point at only through the turns around it: a demonstrative ("this
 # app", "these poses", "like that"; "this week" is a time, not a pointer), a pronoun it
-# opens with ("He's even …"), "another" with no noun, "… of it", "got one", or a pronoun
-# with no noun before it to stand for ("Melanie loves it", "named her Tilly"; "finds it
-# hard to", "it's" are no pointers). A mined statement names its speaker, so a pronoun left
-# is someone else. Only the first clause counts: a later one may point back into it ("… a
-# dog, she is Bo").
+# opens with ("He's even …"), "another" with no noun, "… of it", "got one", "here's",
+# "how it", or a pronoun with no noun before it to stand for ("Melanie loves it", "named
+# her Tilly"; "finds it hard to", "it's" are no pointers). A mined statement names its
+# speaker, so a pronoun left is someone else. Only the first clause counts (after a short
+# opening: "Guess what -"): a later one may point back into it ("… a dog, she is Bo").
 _TIME_NOUN = (r"(?:year|week|month|morning|afternoon|evening|night|weekend|summer|winter"
               r"|spring|autumn|fall|time|season|semester|term|past|coming)")
 _POINTER = re.compile(rf"\b(?:this|these|those)\b(?! {_TIME_NOUN}\b)|^(?:that|this)\b"
@@ -21,7 +21,8 @@ _POINTER = re.compile(rf"\b(?:this|these|those)\b(?! {_TIME_NOUN}\b)|^(?:that|th
                       r"|^(?:he|she|they|it|his|her|their|its|him|them)\b"
                       r"|(?<!one )\banother\b(?=[,.!?]|$| (?:one|at|in|on|from|for|of|to|and"
                       r"|with)\b)|\bof (?:it|them)\b(?!['’])"
-                      r"|\b(?:got|bought|ordered|found|picked up) one\b(?! of\b)",
+                      r"|\b(?:got|bought|ordered|found|picked up) one\b(?! of\b)"
+                      r"|^here(?:'s|’s| is| are)\b|\bhow (?:it|they)\b",
                       re.IGNORECASE)
 _PRONOUN = re.compile(r"\b(?:it|them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b"
                       r"| \w+ (?:to|that|how|when|being|for)\b)"
@@ -31,6 +32,9 @@ _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|eve
                           r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
 _FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
                            r"|since)\s")
+# a short opening before a comma, a dash or a colon ("Guess what -", "On another note,"):
+# the clause that counts is the one after it
+_OPENING = re.compile(r"^(?:[\w'’]+\s+){0,2}[\w'’]+\s*(?:,|:|\s[-–—])\s+(?=\S)")
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 LIST_MARK = re.compile(r"^(?:[-–—•*]\s+)+")   # a line copied with its list mark
 
@@ -52,6 +56,7 @@ def self_contained(statement: str) -> bool:
     first clause points at nothing it does not name (see the comment above). Of LoCoMo's
     1,210 dev observations, statements written to stand alone, 5 are judged otherwise."""
     text = LIST_MARK.sub("", _QUOTED.sub('""', statement))
+    text = _OPENING.sub("", text, count=1) or text
     first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
     if _POINTER.search(first):
         return False

@@ -296,6 +296,10 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
     ("The user enjoys the physical challenge of it.", False),  # of what?
     ("The user recently got one from Best Buy.", False),     # one what?
     ("Maya got one of the last tickets.", True),
+    ("Here's a pic of John's family.", False),              # a photo, not shown
+    ("Melanie loves how it's both a creative outlet and therapy.", False),
+    ("On another note, Maria just adopted this cute pup.", False),  # after the opening
+    ("Guess what - Maria got a puppy called Coco.", True),
 ])
 def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
         statement: str, alone: bool) -> None:
