@@ -43,6 +43,13 @@ _SENTENCE_END = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs|No))(?<!\bMrs)[.!?]+"
                            r"(?=\s+[\"“'‘(A-Z0-9])")
 
 
+def without_opening(statement: str) -> str:
+    """``statement`` without a short opening before a comma, a dash or a colon ("As for
+    dates, the user is looking …" → "The user is looking …")."""
+    cut = _OPENING.sub("", statement, count=1)
+    return cut[:1].upper() + cut[1:] if cut else statement
+
+
 def first_sentence(statement: str) -> str:
     """A statement's first sentence ("Tim loves traveling too. That picture is awesome." →
     "Tim loves traveling too."): where a sentence ends before a capital, a digit or a quote,
@@ -55,8 +62,7 @@ def self_contained(statement: str) -> bool:
     """Whether a statement reads on its own, without the conversation it came from: its
     first clause points at nothing it does not name (see the comment above). Of LoCoMo's
     1,210 dev observations, statements written to stand alone, 5 are judged otherwise."""
-    text = LIST_MARK.sub("", _QUOTED.sub('""', statement))
-    text = _OPENING.sub("", text, count=1) or text
+    text = without_opening(LIST_MARK.sub("", _QUOTED.sub('""', statement)))
     first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
     if _POINTER.search(first):
         return False

@@ -250,6 +250,8 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("The user likes the idea of creating a content calendar.", None),
     ("Maya loves the sound of that recipe.", None),
     ("Maya loves the sound of rain.", "Preferences"),
+    ("The user likes the sound of building a mosaic.", None),
+    ("The user likes the sound of Crash Course.", None),
 ])
 def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
         statement: str, section: str | None) -> None:
@@ -366,6 +368,9 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("The user is looking for a good moving company.", False),  # a need, no state
     ("The user would like to know the dates of the events.", False),
     ("The user is considering the swim membership.", False),
+    ("As for dates, the user is looking for events in the next few weeks.", False),
+    ("The user is definitely considering renting a campervan.", False),
+    ("The user has been thinking of getting a new bed for the dog.", False),
     ("The user drives a 2018 Mustang GT.", True),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(

@@ -61,6 +61,14 @@ def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str
     assert third_person(sentence, "Caroline") == expected
 
 
+def test_a_request_to_the_listener_does_not_join_the_statement_before_it() -> None:
+    turn = Turn(1, 1, "e", "r", "user", "user", "I'm planning professional development "
+                "activities for 2024. For each month of 2024, please list the 2nd Thursday.",
+                "2023-03-01T10:00:00Z", True)
+    assert [s.text for s in statements(turn)] == [
+        "The user is planning professional development activities for 2024."]
+
+
 def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_opens() -> None:
     assert third_person("My partner and I want to make this house our own.", "user") == (
         "The user's partner and the user want to make this house the user's own.")
@@ -76,6 +84,7 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("Thanks so much, I appreciate it.", False),       # a reaction
     ("That sounds lovely, I hope it goes well.", False),
     ("Your painting is amazing.", False),              # about the listener
+    ("I am busy, so please list my meetings for May.", False),   # a request to the listener
     ("I think so.", False),                            # hedged, no content
     ("Oh wow, yeah I moved to Leeds.", True),          # a lead of interjections aside
     ("The sunset was unreal.", False),                 # says nothing about the speaker

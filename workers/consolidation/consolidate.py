@@ -39,7 +39,7 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
-from projections.readable import LIST_MARK, first_sentence, self_contained
+from projections.readable import LIST_MARK, first_sentence, self_contained, without_opening
 from projections.relative_time import MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
@@ -85,7 +85,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject and (not names or names_its_person(memory.content, names)) \
-            and not (_INTENDS.match(bare := _LEAD_IN.sub("", memory.content))
+            and not (_INTENDS.match(bare := without_opening(_LEAD_IN.sub("", memory.content)))
                      or _NEEDS.match(bare)):
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else PROFILE.section
@@ -147,7 +147,8 @@ _WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|W
 # person's own taste ("loves the sound of rain" is one).
 _LIKES = re.compile(_WHO + r"(?:(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
                     r"|can't stand|can’t stand)\b(?! (?:the )?(?:(?:idea|thought|suggestion)s?"
-                    r" of|(?:sound|look)s? of (?:that|this|these|those|it|your)\b))"
+                    r" of|(?:sound|look)s? of (?:(?:that|this|these|those|it|your|\w+ing)\b"
+                    r"|(?:the )?[A-Z])))"
                     r"|(?:is (?:a (?:big |huge )?fan of|allergic|vegetarian|vegan|into)"
                     r"|favou?rite)\b)")
 _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
@@ -162,10 +163,11 @@ _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is plannin
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
 # considering the swim membership", "… is interested in trying the rice bowl"): no state
 # of the person's, and no plan
-_NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|is (?:(?:really|particularly|very"
-                    r"|also) )*(?:looking (?:for|to)|hoping|considering|thinking (?:of|about)"
-                    r"|wondering|trying to (?:decide|figure out|find)|interested in (?:trying"
-                    r"|learning|getting|finding|checking|exploring)))\b")
+_NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
+                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
+                    r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
+                    r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
+                    r"|interested in \w+ing))\b")
 _DAY = "|".join(calendar.day_name)
 # a when: "next" only before a time ("next week", not "the user's next track day")
 _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|month|year"

@@ -6,9 +6,10 @@ third-person statements that name who.
 2. **Candidates** are disclosures: a sentence whose grammatical subject is the speaker
    ("I", "we", "my …", "our …") — the words a person uses to say something about their
    life — with at least :data:`MIN_CONTENT_WORDS` content words. Left out: questions,
-   sentences about the listener ("you", "your"), greetings, thanks and other reactions
-   (:data:`_REACTION`: a sentence that only reacts carries no fact), and hedged talk
-   (":data:`_HEDGE`": "I think", "I guess" — opinions about what the other said).
+   sentences about the listener ("you", "your") or asking them ("please …"), greetings,
+   thanks and other reactions (:data:`_REACTION`: a sentence that only reacts carries no
+   fact), and hedged talk (":data:`_HEDGE`": "I think", "I guess" — opinions about what
+   the other said).
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
@@ -40,7 +41,8 @@ _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|
                    re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
-_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|yours|u)\b")
+# talk to the listener: "you", and a request ("please list the dates")
+_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|yours|u|please)\b")
 _REACTION = re.compile(
     r"^(?:hi|hey|hello|thanks|thank you|thx|wow|aw+|oh|ah|ha(?:ha)*|lol|omg|yay|yeah|yes"
     r"|no|nope|ok|okay|cool|great|nice|awesome|sure|totally|absolutely|congrats"
