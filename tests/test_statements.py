@@ -85,6 +85,7 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("That sounds lovely, I hope it goes well.", False),
     ("Your painting is amazing.", False),              # about the listener
     ("I am busy, so please list my meetings for May.", False),   # a request to the listener
+    ("If I would like to play 2 matches a day, my club opens at 8.", False),  # a condition
     ("I think so.", False),                            # hedged, no content
     ("Oh wow, yeah I moved to Leeds.", True),          # a lead of interjections aside
     ("The sunset was unreal.", False),                 # says nothing about the speaker

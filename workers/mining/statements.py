@@ -9,7 +9,7 @@ third-person statements that name who.
    sentences about the listener ("you", "your") or asking them ("please …"), greetings,
    thanks and other reactions (:data:`_REACTION`: a sentence that only reacts carries no
    fact), and hedged talk (":data:`_HEDGE`": "I think", "I guess" — opinions about what
-   the other said).
+   the other said — or a condition: "If I …").
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
@@ -50,7 +50,9 @@ _REACTION = re.compile(
     r"|glad|sorry|i'm glad|i'm sorry|i'm so glad|i'm so sorry|i hope|i bet|i know|i see"
     r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see"
     r"|i love that|i love it|i love this|i appreciate|i'm happy for)\b")
-_HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe)\b")
+# hedged, or a condition rather than a fact ("If I would like to play 2 matches a day, …")
+_HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe|if"
+                    r"|unless)\b")
 # "we" that takes in the listener ("we both need a break", "we all have our paths"): a
 # sentence about the two of them, or everyone, is no disclosure about the speaker
 _SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) of us\b")
