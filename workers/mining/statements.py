@@ -42,7 +42,7 @@ _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
 # talk to the listener: "you", and a request ("please list the dates")
-_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|yours|u|please)\b")
+_TO_LISTENER = re.compile(r"\b(?:you|your|you're|you've|yours|u|please)\b")
 _REACTION = re.compile(
     r"^(?:hi|hey|hello|thanks|thank you|thx|wow|aw+|oh|ah|ha(?:ha)*|lol|omg|yay|yeah|yes"
     r"|no|nope|ok|okay|cool|great|nice|awesome|sure|totally|absolutely|congrats"
@@ -91,7 +91,7 @@ def is_disclosure(sentence: str) -> bool:
     low = _LEAD.sub("", sentence.casefold().replace("’", "'"))
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
-    if _SECOND_PERSON.search(low) or _REACTION.match(low) or _HEDGE.match(low) \
+    if _TO_LISTENER.search(low) or _REACTION.match(low) or _HEDGE.match(low) \
             or _SHARED.search(low) or _ELLIPSIS.search(low):
         return False
     return len(content_words(sentence)) >= MIN_CONTENT_WORDS
@@ -141,11 +141,11 @@ _OBJECT = {"my": "possessive", "our": "possessive", "mine": "possessive",
            "ourselves": "themselves"}
 
 
+_USER = "The user"
+
+
 def display_name(speaker: str) -> str:
     return _USER if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
-
-
-_USER = "The user"
 
 
 def _possessive(name: str) -> str:
@@ -205,7 +205,7 @@ def _follows(sentence: str) -> bool:
     renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
     reaction or talk about the listener."""
     low = sentence.casefold().replace("’", "'")
-    return not (sentence.endswith("?") or _SECOND_PERSON.search(low) or _REACTION.match(low)
+    return not (sentence.endswith("?") or _TO_LISTENER.search(low) or _REACTION.match(low)
                 or _HEDGE.match(low)) and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
