@@ -2,7 +2,8 @@
 the rule for the lines of the files a person reads (MEMORY.md, a day's journal): a mined
 statement whose first clause points at something it does not name ("Tim is a huge fan of
 this genre", "Melanie loves it") is left out of them; the log, the memories and recall
-keep it. And a statement's first sentence, the part of a mined line MEMORY.md keeps."""
+keep it. And a statement's first sentence and its main clause, the part of a mined line
+MEMORY.md keeps."""
 from __future__ import annotations
 
 import re
@@ -56,6 +57,39 @@ def first_sentence(statement: str) -> str:
     not after a title ("Dr.", "St.")."""
     found = _SENTENCE_END.search(statement)
     return statement[:found.end()].strip() if found else statement.strip()
+
+
+# A discourse marker opening a statement says nothing of the fact ("Unfortunately, Joanna
+# can't have dairy", "As the user mentioned earlier, the user …"): a closed class of words,
+# not an opening that dates or places it ("Last week, …", "In Paris, …")
+_DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|actually|also"
+                        r"|anyway|anyways|well|oh|so|plus|besides|by the way|btw|on (?:another"
+                        r"|a (?:different|side|related)) note|speaking of which|as (?:the user"
+                        r"|i|[A-Z][\w'’-]*) (?:mentioned|said)(?: (?:earlier|before))?)\s*,\s+"
+                        r"(?=\S)", re.IGNORECASE)
+# What follows a statement's main clause and adds no fact to it: a consequence, a reason or
+# a comment (", so that's a plus", ", which has given …", ", as the user often works on the
+# go", ", because …", ", and it's been helping …"), or the speaker's own wish or doubt about
+# it (", and the user would like to …", ", but the user is not sure …"). ", but" alone
+# stays: "Jon loves all dances, but contemporary is Jon's top pick"
+_SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
+_TAIL = re.compile(r"(?:,\s+(?:so|which|as|because)\b(?! (?:well|far|much|many|long|soon|to)\b)"
+                   rf"|,?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like"
+                   r"|'d like|’d like|wants? to|thinks?|wonders?|hopes? to|(?:is|was) (?:not sure"
+                   r"|wondering|looking|interested|excited|hoping|trying to (?:decide|figure))"
+                   r"|has been meaning)\b|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b)")
+
+
+def main_clause(sentence: str) -> str:
+    """A sentence without a discourse marker before it and without what follows its main
+    clause (see :data:`_TAIL`): "Unfortunately, Joanna can't have dairy, so no ice cream
+    for Joanna." → "Joanna can't have dairy." """
+    text = _DISCOURSE.sub("", sentence.strip(), count=1)
+    text = text[:1].upper() + text[1:]
+    found = _TAIL.search(text)
+    if found and len(text[:found.start()].split()) >= 3:
+        text = text[:found.start()].rstrip() + "."
+    return text
 
 
 def self_contained(statement: str) -> bool:

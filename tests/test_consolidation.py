@@ -147,6 +147,32 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
     assert "hiking" not in memory_md(home)   # its line, cut, is still known as its
 
 
+def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
+    """MEMORY.md written before lines kept only their main clause: the next run restates
+    such a line (once, whatever the journals bring), and drops none."""
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "car", "type": "user_preference", "subject": "the user|vehicle",
+             "content": "The user has a Honda Civic Si, and the user is looking to upgrade."},
+            {"id": "milk", "type": "user_preference",
+             "content": "The user loves drinking milk, so that's a plus."}]),
+            stream="memory", occurred_at=T0)
+    consolidate(home, HEURISTIC)
+    assert "- The user has a Honda Civic Si (since 1 May 2024)\n" in memory_md(home)
+    assert "- The user loves drinking milk.\n" in memory_md(home)
+    with EventLog(home.events_db) as log:   # as an earlier version wrote it
+        log.append(LongTermRewritten(content=(
+            "# Memory\n\n## Profile\n- The user has a Honda Civic Si, and the user is looking "
+            "to upgrade (since 1 May 2024)\n\n## Preferences\n- The user loves drinking "
+            "milk, so that's a plus.\n- I keep my own line.\n"), reviewed_upto=10**6),
+            stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.changed and report.stale_dropped == 0
+    assert memory_md(home) == ("# Memory\n\n## Profile\n- The user has a Honda Civic Si "
+                               "(since 1 May 2024)\n\n## Preferences\n- The user loves "
+                               "drinking milk.\n- I keep my own line.\n")
+
+
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
     with EventLog(home.events_db) as log:
         for i in range(400):

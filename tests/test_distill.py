@@ -352,6 +352,36 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     assert first_sentence(statement) == first
 
 
+@pytest.mark.parametrize(("sentence", "kept"), [
+    ("Unfortunately, Joanna can't have dairy, so no ice cream for Joanna.",
+     "Joanna can't have dairy."),
+    ("As the user mentioned earlier, the user recently twisted the user's ankle playing "
+     "basketball, and the user is interested in learning more about it.",
+     "The user recently twisted the user's ankle playing basketball."),
+    ("The user has a Honda Civic Si, and the user is looking to upgrade the suspension.",
+     "The user has a Honda Civic Si."),
+    ("Melanie has been running farther to de-stress, which has been great for her.",
+     "Melanie has been running farther to de-stress."),
+    ("The user got a new bike on 28 May 2023 and the user is excited to explore the city.",
+     "The user got a new bike on 28 May 2023."),
+    ("The user flosses every day, and it's been helping the user remember.",
+     "The user flosses every day."),
+    # a contrast may carry the fact; "as well as", a time opening, a short subject stay
+    ("Jon loves all dances, but contemporary is Jon's top pick.",
+     "Jon loves all dances, but contemporary is Jon's top pick."),
+    ("Melanie is a fan of classical, as well as modern music.",
+     "Melanie is a fan of classical, as well as modern music."),
+    ("Last week, Nate won a tournament, which was great.", "Last week, Nate won a tournament."),
+    ("Tom and the user would like to go.", "Tom and the user would like to go."),
+])
+def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> None:
+    """What follows a main clause — a consequence, a comment, the speaker's wish about it —
+    and a discourse marker before it are no part of the fact MEMORY.md keeps."""
+    from projections.readable import main_clause
+
+    assert main_clause(sentence) == kept
+
+
 @pytest.mark.parametrize(("statement", "profile"), [
     ("Ravi adopted a parrot called Noodle.", True),
     ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first
@@ -372,6 +402,8 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("The user is definitely considering renting a campervan.", False),
     ("The user has been thinking of getting a new bed for the dog.", False),
     ("The user drives a 2018 Mustang GT.", True),
+    ("Mike, who lives in Leeds, might have some cravings that the user can satisfy.", False),
+    ("The user is excited to try out the lap swimming at the club.", False),  # a wish
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

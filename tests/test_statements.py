@@ -114,6 +114,16 @@ def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None
         "The user moved to Leeds."]
 
 
+def test_a_period_inside_a_word_or_number_ends_no_sentence_and_a_line_ends_one() -> None:
+    """"Chewy.com" and "3.50" had cut a statement in two ("… from Chewy." / "Com and got
+    …"); a line without a full stop had been dropped."""
+    found = statements(turn("I ordered from Chewy.com and paid 3.50 dollars.\n"
+                            "I live in Oslo\n2. I use Node.js daily."))
+    assert [s.text for s in found] == [
+        "Melanie ordered from Chewy.com and paid 3.50 dollars.", "Melanie lives in Oslo.",
+        "Melanie uses Node.js daily."]
+
+
 def test_a_sentence_about_the_speakers_thing_is_an_owned_statement() -> None:
     """"The cat has been renamed Mochi." says nothing about the speaker in the first person
     but is about their cat: it is written as theirs and marked, so that mining keeps it only

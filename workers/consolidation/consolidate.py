@@ -39,7 +39,13 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
-from projections.readable import LIST_MARK, first_sentence, self_contained, without_opening
+from projections.readable import (
+    LIST_MARK,
+    first_sentence,
+    main_clause,
+    self_contained,
+    without_opening,
+)
 from projections.relative_time import MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
@@ -86,7 +92,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
         return SECTIONS.get(memory.type, NOTES)
     if memory.subject and (not names or names_its_person(memory.content, names)) \
             and not (_INTENDS.match(bare := without_opening(_LEAD_IN.sub("", memory.content)))
-                     or _NEEDS.match(bare)):
+                     or _NEEDS.match(bare) or _SPECULATES.search(first_sentence(bare))):
         return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
             memory.subject else PROFILE.section
     text = memory.content
@@ -159,7 +165,11 @@ _KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc
                   r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
                   r"|(?:named|called) )")
 _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
-                      r"|hopes? to|wants? to|is (?:about|due|off) to)\b")
+                      r"|hopes? to|wants? to|is (?:about|due|off) to|(?:is|are) (?:(?:really"
+                      r"|so|very|also) )*(?:excited|eager|keen) to|(?:is|are) (?:(?:really|so"
+                      r"|very|also) )*looking forward to)\b")
+# A guess is no current value: "Mike … might have some specific cravings"
+_SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be)\b", re.IGNORECASE)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
 # considering the swim membership", "… is interested in trying the rice bowl"): no state
 # of the person's, and no plan
@@ -176,16 +186,19 @@ _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|mon
 
 def statement_of(memory: Memory) -> str:
     """What a memory's line states: its text; of a mined statement without a headline
-    before a colon ("Big news: …"), and of a mined like, relationship or plan only the first
-    sentence ("Tim loves traveling too. That picture is awesome." → "Tim loves
-    traveling too."): what follows is mostly the turn's chatter. A current value keeps its
-    whole statement, whose value may come later ("… gave the hamster a new name. Everyone
-    calls him Pudding now.")."""
+    before a colon ("Big news: …") and only its first sentence's main clause
+    (:func:`projections.readable.main_clause`: "Tim loves traveling too. That picture is
+    awesome." → "Tim loves traveling too."; "The user has a Honda Civic Si, and the user is
+    looking to upgrade …" → "The user has a Honda Civic Si."): what follows is mostly the
+    turn's chatter. A current value of more than one sentence keeps them all, since its
+    value may come later ("… gave the hamster a new name. Everyone calls him Pudding
+    now.")."""
     text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
     if memory.source in NOT_MINED:
         return text
     text = _LEAD_IN.sub("", text)   # "Career change done: Aisha got hired …"
-    return text if memory.subject else first_sentence(text)
+    first = first_sentence(text)
+    return text if memory.subject and first != text else main_clause(first)
 
 
 def bullet_of(memory: Memory) -> str:
@@ -304,7 +317,7 @@ def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
     it out goes on the next run)."""
     def lines(memories: Iterable[Memory]) -> set[str]:   # a line written whole or cut
         return {normal(form) for m in memories if m.content.strip()
-                for form in (m.content, statement_of(m))}
+                for form in (*_earlier_forms(m), statement_of(m))}
 
     active = list_memories(store.db)
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
@@ -312,6 +325,26 @@ def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
                 and section_for(m, names) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
+
+
+def _earlier_forms(memory: Memory) -> tuple[str, ...]:
+    """How earlier versions wrote a memory's line: its whole text, its first sentence."""
+    text = _LEAD_IN.sub("", LIST_MARK.sub("", " ".join(scrub(memory.content).split())))
+    return memory.content, text, first_sentence(text)
+
+
+def _restated(store: ProjectionStore) -> dict[str, str]:
+    """Lines an earlier version wrote for an active mined memory whose line now reads
+    otherwise (:func:`statement_of`), by their normal form, with the line to write now."""
+    out: dict[str, str] = {}
+    for m in list_memories(store.db):
+        if m.source in NOT_MINED or not m.content.strip():
+            continue
+        now = statement_of(m)
+        for form in _earlier_forms(m):
+            if normal(form) != normal(now):
+                out.setdefault(normal(form), bullet_of(m))
+    return out
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
@@ -327,6 +360,12 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         if len(kept) != len(section.bullets):
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
+            changed.add(section.title)
+    restated = _restated(store)
+    for section in sections.values():
+        lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
+        if lines != section.bullets:
+            section.bullets = list(dict.fromkeys(lines))
             changed.add(section.title)
     said = {normal(bare(b)) for s in sections.values() for b in s.bullets}
     for _seq, entry_id, _date, content in entries:

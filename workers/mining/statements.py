@@ -27,6 +27,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from events import clock
+from projections.passages import sentences as split_sentences
 from projections.relative_time import MONTH_NAME, resolve
 
 from .chunks import Turn
@@ -39,7 +40,7 @@ _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
                    r"|haha+|lol|sure|totally|honestly|actually)[,!]?\s+)+",
                    re.IGNORECASE)
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_ENUMERATED = re.compile(r"^(?:\d{1,3}[.)]|[-*•#]+)\s+")   # a list item's mark
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
 # talk to the listener: "you", and a request ("please list the dates")
 _TO_LISTENER = re.compile(r"\b(?:you|your|you're|you've|yours|u|please)\b")
@@ -79,9 +80,10 @@ class Statement:
 
 
 def sentences(text: str) -> list[str]:
-    """``text``'s sentences, captions left out."""
+    """``text``'s sentences (:func:`projections.passages.sentences`: a line is one too; a
+    period inside "Chewy.com" or "3.50" ends none), captions and list marks left out."""
     bare = _CAPTION.sub(" ", text)
-    found = (" ".join(s.split()) for s in _SENTENCE.findall(bare))
+    found = (_ENUMERATED.sub("", " ".join(s.split())) for s in split_sentences(bare))
     return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in found if s]
 
 
