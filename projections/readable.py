@@ -67,13 +67,15 @@ _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|a
                         r"|a (?:different|side|related)) note|speaking of which|as (?:the user"
                         r"|i|[A-Z][\w'’-]*) (?:mentioned|said)(?: (?:earlier|before))?)\s*,\s+"
                         r"(?=\S)", re.IGNORECASE)
-# What follows a statement's main clause and adds no fact to it: a consequence, a reason or
-# a comment (", so that's a plus", ", which has given …", ", as the user often works on the
-# go", ", because …", ", and it's been helping …"), or the speaker's own wish or doubt about
-# it (", and the user would like to …", ", but the user is not sure …"). ", but" alone
-# stays: "Jon loves all dances, but contemporary is Jon's top pick"
+# What follows a statement's main clause and adds no fact to it: a consequence, a reason, a
+# comment or a relative clause after a comma (", so that's a plus", ", which has given …",
+# ", where the user's partner hits …", ", as the user often works on the go", ", because …",
+# ", and it's been helping …"), or the speaker's own wish or doubt about it (", and the user
+# would like to …", ", but the user is not sure …"). ", but" alone stays: "Jon loves all
+# dances, but contemporary is Jon's top pick"
 _SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
-_TAIL = re.compile(r"(?:,\s+(?:so|which|as|because)\b(?! (?:well|far|much|many|long|soon|to)\b)"
+_TAIL = re.compile(r"(?:,\s+(?:so|which|who|whose|where|as|because)\b"
+                   r"(?! (?:well|far|much|many|long|soon|to)\b)"
                    rf"|,?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like"
                    r"|'d like|’d like|wants? to|thinks?|wonders?|hopes? to|(?:is|was) (?:not sure"
                    r"|wondering|looking|interested|excited|hoping|trying to (?:decide|figure))"

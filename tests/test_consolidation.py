@@ -137,6 +137,12 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
     assert "- The user loves hiking.\n" in memory_md(home) and "So fun" not in memory_md(home)
     assert "- Ann got hired as a nurse (since 1 May 2024)" in memory_md(home)   # no headline
     with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s1", model="heuristic", memories=[
+            {"id": "bike", "type": "user_preference", "subject": "ann|vehicle",
+             "content": "Ann got a new bike on 1 May 2024."}]), stream="memory", occurred_at=T0)
+    consolidate(home, HEURISTIC)
+    assert "- Ann got a new bike on 1 May 2024.\n" in memory_md(home)   # said once
+    with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s2", model="heuristic", memories=[
             {"id": "new", "type": "user_preference", "subject": "ann|home",
              "content": "Ann lives in Rome now."}]), stream="memory", occurred_at=T0)

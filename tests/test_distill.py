@@ -366,6 +366,10 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "The user got a new bike on 28 May 2023."),
     ("The user flosses every day, and it's been helping the user remember.",
      "The user flosses every day."),
+    ("The user does forehand volley drills, where the user's partner hits a forehand.",
+     "The user does forehand volley drills."),     # a relative clause after a comma
+    ("Rachel, who teaches tennis, is the user's coach.",
+     "Rachel, who teaches tennis, is the user's coach."),
     # a contrast may carry the fact; "as well as", a time opening, a short subject stay
     ("Jon loves all dances, but contemporary is Jon's top pick.",
      "Jon loves all dances, but contemporary is Jon's top pick."),

@@ -206,7 +206,9 @@ def bullet_of(memory: Memory) -> str:
     an attribute the day it was said ("since 7 March 2026")."""
     text = statement_of(memory)
     if memory.subject and memory.created_at:
-        text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
+        day = day_text(from_iso(memory.created_at).date())
+        if day not in text:   # not "… got a new bike on 28 May 2023 (since 28 May 2023)"
+            text = f"{text.rstrip('.')} (since {day})"
     return text
 
 
@@ -334,16 +336,15 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
 
 
 def _restated(store: ProjectionStore) -> dict[str, str]:
-    """Lines an earlier version wrote for an active mined memory whose line now reads
-    otherwise (:func:`statement_of`), by their normal form, with the line to write now."""
+    """The line to write now (:func:`bullet_of`) for an active mined memory, by the normal
+    form of each way it has been written (:func:`_earlier_forms`): a line an earlier version
+    wrote otherwise is restated."""
     out: dict[str, str] = {}
     for m in list_memories(store.db):
         if m.source in NOT_MINED or not m.content.strip():
             continue
-        now = statement_of(m)
-        for form in _earlier_forms(m):
-            if normal(form) != normal(now):
-                out.setdefault(normal(form), bullet_of(m))
+        for form in (*_earlier_forms(m), statement_of(m)):
+            out.setdefault(normal(form), bullet_of(m))
     return out
 
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from events import EventLog, clock
+from events.transcript import IMPORT_BACKEND
 from events.types import TURNS, UserTurn
 from projections.inject import HEADER, SECTIONS
 from projections.mining import SessionState
@@ -32,7 +33,6 @@ from projections.tokens import estimate
 
 from .text import GENERIC_SPEAKERS, normal
 
-IMPORT_BACKEND = "import"
 MAX_TURNS = 48          # turns per chunk at most, whatever their length
 MIN_CHUNK_TOKENS = 128
 _BLOCK_HEADERS = (HEADER, *(title for title, _ in SECTIONS))
