@@ -252,6 +252,7 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("Maya loves the sound of rain.", "Preferences"),
     ("The user likes the sound of building a mosaic.", None),
     ("The user likes the sound of Crash Course.", None),
+    ("The user likes the schedule so far.", None),                   # a verdict for now
 ])
 def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
         statement: str, section: str | None) -> None:
@@ -408,6 +409,7 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
     ("The user drives a 2018 Mustang GT.", True),
     ("Mike, who lives in Leeds, might have some cravings that the user can satisfy.", False),
     ("The user is excited to try out the lap swimming at the club.", False),  # a wish
+    ("The user has been meaning to try out some new bike accessories.", False),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

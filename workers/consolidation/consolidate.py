@@ -150,8 +150,10 @@ _WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|W
         r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
 # Not a like: a reaction to what was just proposed ("The user likes the idea of a content
 # calendar", "… loves the sound of that recipe"), the other side's suggestion, not the
-# person's own taste ("loves the sound of rain" is one).
-_LIKES = re.compile(_WHO + r"(?:(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
+# person's own taste ("loves the sound of rain" is one); nor a verdict "so far" ("likes the
+# schedule so far"), which lasts only as long as the thing it judges.
+_LIKES = re.compile(_WHO + r"(?!.*\bso far\b)"
+                    r"(?:(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
                     r"|can't stand|can’t stand)\b(?! (?:the )?(?:(?:idea|thought|suggestion)s?"
                     r" of|(?:sound|look)s? of (?:(?:that|this|these|those|it|your|\w+ing)\b"
                     r"|(?:the )?[A-Z])))"
@@ -171,13 +173,13 @@ _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is plannin
 # A guess is no current value: "Mike … might have some specific cravings"
 _SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be)\b", re.IGNORECASE)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
-# considering the swim membership", "… is interested in trying the rice bowl"): no state
-# of the person's, and no plan
+# considering the swim membership", "… is interested in trying the rice bowl", "… has been
+# meaning to try out some bike accessories"): no state of the person's, and no plan
 _NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
                     r"|particularly|very|also|definitely|actually|seriously|still|now|even"
                     r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
                     r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
-                    r"|interested in \w+ing))\b")
+                    r"|interested in \w+ing|meaning to))\b")
 _DAY = "|".join(calendar.day_name)
 # a when: "next" only before a time ("next week", not "the user's next track day")
 _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|month|year"
