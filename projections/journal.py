@@ -41,7 +41,7 @@ class JournalProjector(Projector):
     name = "journal"
     handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
                          JournalArchived})
-    version = 5
+    version = 6
 
     def create(self, db: sqlite3.Connection) -> None:
         create_table(db, "journal_entries", {
@@ -124,7 +124,8 @@ def _entries(event: RecordedEvent) -> list[_Entry]:
                  [str(r) for r in m.get("refs") or ()],
                  [str(e) for e in m.get("events") or ()])
                 for m in data.memories
-                if str(m.get("content", "")).strip() and self_contained(str(m["content"]))]
+                if str(m.get("content", "")).strip()
+                and self_contained(str(m["content"]), mined=True)]
     derived = [str(e) for e in data.from_events] if isinstance(data, FactsExtracted) else []
     return [(item.id, item.at, str(item.extra.get("source", "")), item.content, list(item.refs),
              derived) for item in journal_items(event)]

@@ -333,7 +333,7 @@ def memory_states(db: sqlite3.Connection,
         return {}
     rows = db.execute(f"SELECT id, status, confidence, relevancy, source, content FROM memories"
                       f" WHERE id IN ({','.join('?' * len(ids))})", list(ids)).fetchall()
-    return {r[0]: (r[1], r[2], r[3], r[4] in NOT_MINED or self_contained(r[5] or ""))
+    return {r[0]: (r[1], r[2], r[3], r[4] in NOT_MINED or self_contained(r[5] or "", mined=True))
             for r in rows}
 
 

@@ -29,6 +29,7 @@ _PRONOUN = re.compile(r"\b(?:it|them|they)\b(?!['’]| (?:is|was|has|had|would|w
                       r"| \w+ (?:to|that|how|when|being|for)\b)"
                       r"|\b[Hh]er\b(?= [A-Z]|[,.!?]|$| (?:at|in|on|to|for|with|from|up|out|off"
                       r"|back|again|around)\b)")
+_PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\bhim\b")
 _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|every|each|any"
                           r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
 _FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
@@ -94,15 +95,19 @@ def main_clause(sentence: str) -> str:
     return text
 
 
-def self_contained(statement: str) -> bool:
+def self_contained(statement: str, *, mined: bool = False) -> bool:
     """Whether a statement reads on its own, without the conversation it came from: its
     first clause points at nothing it does not name (see the comment above). Of LoCoMo's
-    1,210 dev observations, statements written to stand alone, 5 are judged otherwise."""
+    1,210 dev observations, statements written to stand alone, 5 are judged otherwise.
+    ``mined``: a statement mining wrote, which names its speaker wherever they said "I" or
+    "me", so a "him" with no noun before it is someone else ("Maria talked to him
+    afterwards"); an observation's "him" is mostly its own subject ("Nate's pets cheer him
+    up"), so only a mined statement is checked for it."""
     text = without_opening(LIST_MARK.sub("", _QUOTED.sub('""', statement)))
     first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
     if _POINTER.search(first):
         return False
-    found = _PRONOUN.search(first)
+    found = (_PRONOUN_MINED if mined else _PRONOUN).search(first)
     if found is None:
         return True
     before = first[:found.start()].split()[1:]   # the name it opens with stands for no thing

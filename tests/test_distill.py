@@ -311,6 +311,19 @@ def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
     assert self_contained(statement) is alone
 
 
+def test_a_mined_statement_s_him_is_someone_else() -> None:
+    """Mining names the speaker wherever they said "I" or "me": a "him" left, with no noun
+    before it, is someone the statement does not name. An observation's "him" is mostly its
+    own subject, so it is not checked there."""
+    from projections.readable import self_contained
+
+    assert not self_contained("Maria talked to him afterwards.", mined=True)
+    assert self_contained("Maria talked to him afterwards.")
+    assert not self_contained("Maria's brother asked him for a lift.", mined=True)  # who?
+    assert self_contained("Maria drove her brother and his friend home.", mined=True)
+    assert self_contained("Maria asked her brother to drive him home.", mined=True)
+
+
 def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None:
     """LoCoMo's annotators wrote their observations to be read without the conversation."""
     import json

@@ -86,7 +86,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     "Tim is a huge fan of this genre") joins no section: its journal and recall keep it
     beside its turn."""
     mined = memory.source not in NOT_MINED
-    if mined and not self_contained(memory.content):
+    if mined and not self_contained(memory.content, mined=True):
         return None
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
