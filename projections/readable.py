@@ -70,26 +70,30 @@ _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|a
                         r"(?=\S)", re.IGNORECASE)
 # What follows a statement's main clause and adds no fact to it: a consequence, a reason, a
 # comment or a relative clause after a comma (", so that's a plus", ", which has given …",
-# ", where the user's partner hits …", ", as the user often works on the go", ", because …",
-# ", and it's been helping …"), or the speaker's own wish or doubt about it (", and the user
-# would like to …", ", but the user is not sure …"). ", but" alone stays: "Jon loves all
-# dances, but contemporary is Jon's top pick"
+# ", where the user's partner hits …", ", as the user often works on the go", ", because …"),
+# and the speaker's own wish, doubt or comment on it (", and the user would like to …",
+# ", but the user is not sure …", ", and it's been helping …"). ", but" alone stays: "Jon
+# loves all dances, but contemporary is Jon's top pick"
 _SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
-_TAIL = re.compile(r"(?:,\s+(?:so|which|who|whose|where|as|because)\b"
-                   r"(?! (?:well|far|much|many|long|soon|to)\b)"
-                   rf"|,?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like"
-                   r"|'d like|’d like|wants? to|thinks?|wonders?|hopes? to|(?:is|was) (?:not sure"
-                   r"|wondering|looking|interested|excited|hoping|trying to (?:decide|figure))"
-                   r"|has been meaning)\b|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b)")
+_ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like|'d like"
+          r"|’d like|wants? to|thinks?|wonders?|hopes? to|(?:is|was) (?:not sure|wondering"
+          r"|looking|interested|excited|hoping|trying to (?:decide|figure))|has been meaning)\b"
+          r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b")
+_NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"
+_VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")
+_TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_ASIDE}")
 
 
-def main_clause(sentence: str) -> str:
+def main_clause(sentence: str, *, value: bool = False) -> str:
     """A sentence without a discourse marker before it and without what follows its main
     clause (see :data:`_TAIL`): "Unfortunately, Joanna can't have dairy, so no ice cream
-    for Joanna." → "Joanna can't have dairy." """
+    for Joanna." → "Joanna can't have dairy." ``value``: the sentence sets a current value,
+    which a reason or a relative clause may be the one to say ("… had to stick to chips,
+    because Maya is allergic to shellfish", "… a dog, which Maya named Rex"): only a
+    consequence (", so …") and a wish, doubt or comment are cut."""
     text = _DISCOURSE.sub("", sentence.strip(), count=1)
     text = text[:1].upper() + text[1:]
-    found = _TAIL.search(text)
+    found = (_VALUE_TAIL if value else _TAIL).search(text)
     if found and len(text[:found.start()].split()) >= 3:
         text = text[:found.start()].rstrip() + "."
     return text

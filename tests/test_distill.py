@@ -400,6 +400,22 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
     assert main_clause(sentence) == kept
 
 
+def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
+    """The classifier heard the attribute somewhere in the sentence: a reason or a relative
+    clause may be where it is ("because Maya is allergic to shellfish"); a wish is not."""
+    from projections.readable import main_clause
+
+    allergy = "Maya had to stick to chips, because Maya is allergic to shellfish."
+    assert main_clause(allergy, value=True) == allergy
+    assert main_clause(allergy) == "Maya had to stick to chips."
+    assert main_clause("Maya has a dog, which Maya named Rex.", value=True) == \
+        "Maya has a dog, which Maya named Rex."
+    assert main_clause("Unfortunately, the user has a Honda Civic Si, and the user is looking "
+                       "to upgrade it.", value=True) == "The user has a Honda Civic Si."
+    assert main_clause("Joanna can't have dairy, so no ice cream for Joanna.", value=True) == \
+        "Joanna can't have dairy."
+
+
 @pytest.mark.parametrize(("statement", "profile"), [
     ("Ravi adopted a parrot called Noodle.", True),
     ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first

@@ -192,15 +192,16 @@ def statement_of(memory: Memory) -> str:
     (:func:`projections.readable.main_clause`: "Tim loves traveling too. That picture is
     awesome." → "Tim loves traveling too."; "The user has a Honda Civic Si, and the user is
     looking to upgrade …" → "The user has a Honda Civic Si."): what follows is mostly the
-    turn's chatter. A current value of more than one sentence keeps them all, since its
-    value may come later ("… gave the hamster a new name. Everyone calls him Pudding
-    now.")."""
+    turn's chatter. A current value keeps what may say its value: all of its sentences
+    when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
+    now."), a reason or relative clause ("…, because Maya is allergic to shellfish")."""
     text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
     if memory.source in NOT_MINED:
         return text
     text = _LEAD_IN.sub("", text)   # "Career change done: Aisha got hired …"
     first = first_sentence(text)
-    return text if memory.subject and first != text else main_clause(first)
+    return text if memory.subject and first != text else \
+        main_clause(first, value=bool(memory.subject))
 
 
 def bullet_of(memory: Memory) -> str:
