@@ -142,6 +142,15 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
              "content": "Ann got a new bike on 1 May 2024."}]), stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
     assert "- Ann got a new bike on 1 May 2024.\n" in memory_md(home)   # said once
+    with EventLog(home.events_db) as log:   # a preference's value follows "prefers"
+        log.append(MemoriesMined(session="s3", model="heuristic", memories=[
+            {"id": "short", "type": "user_preference",
+             "subject": "ann|prefers answers code essay first short skip way",
+             "content": "Ann prefers short answers with code first, by the way. Skip the "
+                        "essay."}]), stream="memory", occurred_at=T0)
+    consolidate(home, HEURISTIC)
+    assert "- Ann prefers short answers with code first (since 1 May 2024)\n" in \
+        memory_md(home)
     with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s2", model="heuristic", memories=[
             {"id": "new", "type": "user_preference", "subject": "ann|home",

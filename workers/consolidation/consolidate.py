@@ -186,6 +186,11 @@ _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|mon
                    r"|weekend|summer|winter|spring|autumn|fall))\b")
 
 
+# subject keys a pattern names from the words right after it ("I prefer …", "my favourite
+# … is"): the value is in the sentence that says it, the first
+_SAID_AT_ONCE = re.compile(r"\|(?:prefers|favourite) ")
+
+
 def statement_of(memory: Memory) -> str:
     """What a memory's line states: its text; of a mined statement without a headline
     before a colon ("Big news: …") and only its first sentence's main clause
@@ -194,13 +199,15 @@ def statement_of(memory: Memory) -> str:
     looking to upgrade …" → "The user has a Honda Civic Si."): what follows is mostly the
     turn's chatter. A current value keeps what may say its value: all of its sentences
     when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
-    now."), a reason or relative clause ("…, because Maya is allergic to shellfish")."""
+    now."; not a preference, said right after "prefers"), a reason or relative clause
+    ("…, because Maya is allergic to shellfish")."""
     text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
     if memory.source in NOT_MINED:
         return text
     text = _LEAD_IN.sub("", text)   # "Career change done: Aisha got hired …"
     first = first_sentence(text)
-    return text if memory.subject and first != text else \
+    said_at_once = _SAID_AT_ONCE.search(memory.subject)   # the value follows "prefers"
+    return text if memory.subject and first != text and not said_at_once else \
         main_clause(first, value=bool(memory.subject))
 
 
