@@ -93,8 +93,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     if memory.subject and (not names or names_its_person(memory.content, names)) \
             and not (_INTENDS.match(bare := without_opening(_LEAD_IN.sub("", memory.content)))
                      or _NEEDS.match(bare) or _SPECULATES.search(first_sentence(bare))):
-        return PREFERENCE.section if "|prefers " in memory.subject or "|favourite" in \
-            memory.subject else PROFILE.section
+        return PREFERENCE.section if _PREFERENCE_KEY.search(memory.subject) \
+            else PROFILE.section
     text = memory.content
     if is_event(text) or (names and _first_word(text) not in names) or _NEEDS.match(text):
         return None
@@ -180,15 +180,13 @@ _NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been)
                     r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
                     r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
                     r"|interested in \w+ing|meaning to))\b")
+# a preference's subject key, named from the words right after "I prefer …", "my favourite
+# … is": its value is in the sentence that says it, the first
+_PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
 _DAY = "|".join(calendar.day_name)
 # a when: "next" only before a time ("next week", not "the user's next track day")
 _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|month|year"
                    r"|weekend|summer|winter|spring|autumn|fall))\b")
-
-
-# subject keys a pattern names from the words right after it ("I prefer …", "my favourite
-# … is"): the value is in the sentence that says it, the first
-_SAID_AT_ONCE = re.compile(r"\|(?:prefers|favourite) ")
 
 
 def statement_of(memory: Memory) -> str:
@@ -201,14 +199,18 @@ def statement_of(memory: Memory) -> str:
     when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
     now."; not a preference, said right after "prefers"), a reason or relative clause
     ("…, because Maya is allergic to shellfish")."""
-    text = LIST_MARK.sub("", " ".join(scrub(memory.content).split()))
     if memory.source in NOT_MINED:
-        return text
-    text = _LEAD_IN.sub("", text)   # "Career change done: Aisha got hired …"
+        return _plain(memory.content)
+    text = _LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
-    said_at_once = _SAID_AT_ONCE.search(memory.subject)   # the value follows "prefers"
-    return text if memory.subject and first != text and not said_at_once else \
-        main_clause(first, value=bool(memory.subject))
+    if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
+        return text
+    return main_clause(first, value=bool(memory.subject))
+
+
+def _plain(content: str) -> str:
+    """A memory's text on one line, secrets masked, without a list mark."""
+    return LIST_MARK.sub("", " ".join(scrub(content).split()))
 
 
 def bullet_of(memory: Memory) -> str:
@@ -322,7 +324,7 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
         return []
 
 
-def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
+def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory]) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
@@ -331,7 +333,6 @@ def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
         return {normal(form) for m in memories if m.content.strip()
                 for form in (*_earlier_forms(m), statement_of(m))}
 
-    active = list_memories(store.db)
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
     left_out = {m.id for m in active if m.source not in NOT_MINED
                 and section_for(m, names) is None}
@@ -341,20 +342,21 @@ def _stale(store: ProjectionStore, names: frozenset[str]) -> set[str]:
 
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence."""
-    text = _LEAD_IN.sub("", LIST_MARK.sub("", " ".join(scrub(memory.content).split())))
+    text = _LEAD_IN.sub("", _plain(memory.content))
     return memory.content, text, first_sentence(text)
 
 
-def _restated(store: ProjectionStore) -> dict[str, str]:
+def _restated(active: list[Memory]) -> dict[str, str]:
     """The line to write now (:func:`bullet_of`) for an active mined memory, by the normal
     form of each way it has been written (:func:`_earlier_forms`): a line an earlier version
     wrote otherwise is restated."""
     out: dict[str, str] = {}
-    for m in list_memories(store.db):
+    for m in active:
         if m.source in NOT_MINED or not m.content.strip():
             continue
+        line = bullet_of(m)
         for form in (*_earlier_forms(m), statement_of(m)):
-            out.setdefault(normal(form), bullet_of(m))
+            out.setdefault(normal(form), line)
     return out
 
 
@@ -364,7 +366,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     head, parsed = parse(current)
     sections = {s.title: s for s in parsed}
     names = speaker_names(store)
-    stale = _stale(store, names)
+    active = list_memories(store.db)
+    stale = _stale(store, names, active)
     changed: set[str] = set()
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
@@ -372,7 +375,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    restated = _restated(store)
+    restated = _restated(active)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
         if lines != section.bullets:
