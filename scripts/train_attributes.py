@@ -1,6 +1,6 @@
 """Train the attribute classifier (workers/mining/attributes.py) and write its weights.
 
-    python scripts/train_attributes.py [--max-none-rate 0.03] [--check-only]
+    python scripts/train_attributes.py [--max-none-rate 0.05] [--check-only]
 
 Data: the registry's examples (one class per attribute) and, as *none*, the clauses of the
 statements mining draws from the LoCoMo dev conversations (``../shared/bench/locomo``).
@@ -83,7 +83,7 @@ class _Fitted(Classifier):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-none-rate", type=float, default=0.07)
+    parser.add_argument("--max-none-rate", type=float, default=0.05)
     parser.add_argument("--drop-near", type=float, default=0.55, help="leave out LoCoMo "
                         "clauses this close (cosine) to an attribute's example")
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))

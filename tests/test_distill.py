@@ -58,6 +58,16 @@ def test_a_trip_is_no_new_home(exported_model: Path) -> None:
     assert found == ["", "", "home"]
 
 
+def test_a_one_off_occasion_is_no_hobby(exported_model: Path) -> None:
+    """What a person does once reads like a pastime to the embedding; the trained decoy
+    (an occasion) and the threshold keep it apart from one taken up."""
+    found = classifier(exported_model).attributes([
+        ("Maya is organizing a gaming party two weekends later.", "Maya"),
+        ("Maya is crossing her fingers for the results.", "Maya"),
+        ("Maya has taken up the cello and practises every evening.", "Maya")])
+    assert found == ["", "", "hobby"]
+
+
 def test_candidates_get_a_subject_key(exported_model: Path) -> None:
     candidates = [Candidate("user_preference", "Sam relocated to Ghent for good.", turns=[1]),
                   Candidate("user_preference", "Sam fixed the squeaky door.", turns=[2]),
@@ -234,6 +244,9 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     # a possessive of a name in -s is the person's too
     assert clauses("Lucas' evenings are for chess.", "Lucas") == [
         "Someone's evenings are for chess."]
+    # a weekday is a date too: when is no part of what
+    assert clauses("From Monday Tomasz is working as a chemistry teacher.", "Tomasz") == [
+        "Someone is working as a chemistry teacher."]
 
 
 @pytest.mark.parametrize(("statement", "section"), [

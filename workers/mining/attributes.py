@@ -20,6 +20,7 @@ model, or without the weights file, nothing is classified (the pattern subject k
 """
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -85,7 +86,14 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone retrained and works as a dental hygienist now.",
         "Someone's day job is in logistics.", "Someone got a position as a lab technician.",
         "Someone left the café to become a postman.",
-        "Someone earns a living as a freelance illustrator.", "Someone is a firefighter now.")),
+        "Someone earns a living as a freelance illustrator.", "Someone is a firefighter now.",
+        "Someone is a vet.", "Someone has worked as a mechanic for ten years.",
+        "Someone is a barista at a café in town.", "Someone is a social worker.",
+        "Someone works nights as a security guard.", "Someone is a journalist at the paper.",
+        "Someone runs the front desk at a hotel.", "Someone is a civil engineer.",
+        "Someone has been an estate agent for years.", "Someone is a bookseller.",
+        "Someone works as a midwife.", "Someone is a data analyst.",
+        "Someone guides tours at the castle for a living.", "Someone is a receptionist.")),
     Attribute("employer", "employer", (
         "Someone works at Siemens.", "Someone joined a startup called Brightlane.",
         "Someone's employer is the city council.", "Someone got hired by Google.",
@@ -127,7 +135,12 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone gave up coffee for herbal tea.", "Someone's morning coffee is a double espresso.",
         "Someone stopped drinking cola.", "Someone prefers a cortado now.",
         "Someone drinks a matcha latte most mornings.", "Someone's go-to drink is iced coffee.",
-        "Someone switched to decaf.", "Someone has a peppermint tea before bed.")),
+        "Someone switched to decaf.", "Someone has a peppermint tea before bed.",
+        "Someone's first drink of the day is always an americano.",
+        "Someone drinks kombucha now instead of soda.", "Someone switched to soy lattes.",
+        "Someone has gone back to builder's tea.", "Someone drinks hot water with lemon.",
+        "Someone's coffee order is a cappuccino with an extra shot.",
+        "Someone likes iced tea in the afternoon.", "Someone's drink of choice is a cold brew.")),
     Attribute("food", "favourite food", (
         "Someone's favourite food is sushi.", "Someone's favourite dish is lasagne.",
         "Someone went vegetarian.", "Someone eats porridge for breakfast every day.")),
@@ -142,7 +155,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone's free evenings are for crochet.", "Someone picked up knitting this winter.",
         "Someone is learning the guitar in the evenings.",
         "Someone's weekends now go to kayaking.", "Someone has started doing jigsaw puzzles.",
-        "Someone joined a choir and sings every Tuesday.", "Someone plays the piano for fun."),
+        "Someone joined a choir and sings every Tuesday.", "Someone plays the piano for fun.",
+        "Someone goes stargazing on clear nights.", "Someone has gotten into calligraphy.",
+        "Someone plays bridge with friends every Thursday.", "Someone collects stamps.",
+        "Someone does origami to unwind.", "Someone has been into geocaching lately.",
+        "Someone took up the ukulele instead.", "Someone forages for mushrooms at weekends.",
+        "Someone does the crossword every night.", "Someone builds model railways.",
+        "Someone's spare time goes to beekeeping now.", "Someone has taken up fencing."),
         change=ANNOUNCED),
     Attribute("sport", "sport", (
         "Someone plays tennis.", "Someone runs marathons.", "Someone swims every week.",
@@ -208,14 +227,29 @@ DECOYS: tuple[Attribute, ...] = (
         "Someone's family spent the day at the beach.", "Someone has never been to Iceland.",
         "Someone found a lovely bookshop while travelling.",
         "Someone will stay a few nights in Seville.")),
+    Attribute("occasion", "", (
+        "Someone is organizing a surprise party for a friend.",
+        "Someone painted a mural for the school fundraiser.",
+        "Someone spent the afternoon cleaning the garage.",
+        "Someone is taking some time to rest this week.", "Someone went to a concert last night.",
+        "Someone baked a cake for the neighbour's birthday.",
+        "Someone is hoping the interview goes well.", "Someone finished a big project at work.",
+        "Someone tried a yoga class once and didn't like it.",
+        "Someone is using a planner to stay organised.",
+        "Someone watched a documentary about whales.", "Someone helped a friend move house.",
+        "Someone entered a competition and is waiting for the results.",
+        "Someone made a photo album for a friend.", "Someone read a good book over the weekend.",
+        "Someone put a lot of work into the presentation.")),
 )
 NONE = "none"
 LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), *(d.key for d in DECOYS), NONE)
 _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
 
 
+_WEEKDAY = "(?:" + "|".join(calendar.day_name) + ")s?"
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
-                   rf"(?:\d{{1,2}} )?{MONTH_NAME}\b(?: \d{{4}})?|\s*\bin \d{{4}}\b")
+                   rf"(?:\d{{1,2}} )?{MONTH_NAME}\b(?: \d{{4}})?|\s*\bin \d{{4}}\b"
+                   rf"|\s*\b(?i:on|since|from|until|by|last|next|this)?\s*{_WEEKDAY}\b")
 
 
 def clauses(statement: str, who: str) -> list[str]:
