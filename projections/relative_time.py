@@ -19,6 +19,8 @@ import re
 _WEEKDAYS = [d.lower() for d in calendar.day_name]
 # A month's name as :func:`day_text` writes it ("7 May 2023"), for patterns elsewhere.
 MONTH_NAME = "(?:" + "|".join(calendar.month_name[1:]) + ")"
+# A weekday's name ("Monday"), for patterns elsewhere.
+DAY_NAME = "(?:" + "|".join(calendar.day_name) + ")"
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
             "couple of": 2, "few": 3}

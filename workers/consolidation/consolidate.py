@@ -24,7 +24,6 @@ Every earlier MEMORY.md stays in the log: :func:`workers.consolidation.history.v
 """
 from __future__ import annotations
 
-import calendar
 import hashlib
 import re
 import time
@@ -46,7 +45,7 @@ from projections.readable import (
     self_contained,
     without_opening,
 )
-from projections.relative_time import MONTH_NAME, day_text
+from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
 
@@ -183,9 +182,8 @@ _NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been)
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
-_DAY = "|".join(calendar.day_name)
 # a when: "next" only before a time ("next week", not "the user's next track day")
-_WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{_DAY}|\d{{4}}|next (?:week|month|year"
+_WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{DAY_NAME}|\d{{4}}|next (?:week|month|year"
                    r"|weekend|summer|winter|spring|autumn|fall))\b")
 
 

@@ -20,7 +20,6 @@ model, or without the weights file, nothing is classified (the pattern subject k
 """
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from events.memory_types import PREFERENCE, PROFILE
-from projections.relative_time import MONTH_NAME
+from projections.relative_time import DAY_NAME, MONTH_NAME
 
 from .candidates import Candidate
 from .text import speaker_key
@@ -246,10 +245,9 @@ LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), *(d.key for d in DECOYS
 _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
 
 
-_WEEKDAY = "(?:" + "|".join(calendar.day_name) + ")s?"
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
                    rf"(?:\d{{1,2}} )?{MONTH_NAME}\b(?: \d{{4}})?|\s*\bin \d{{4}}\b"
-                   rf"|\s*\b(?i:on|since|from|until|by|last|next|this)?\s*{_WEEKDAY}\b")
+                   rf"|\s*\b(?i:on|since|from|until|by|last|next|this)?\s*{DAY_NAME}s?\b")
 
 
 def clauses(statement: str, who: str) -> list[str]:
