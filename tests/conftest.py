@@ -32,6 +32,18 @@ freezegun.configure(extend_ignore_list=[
 os.umask(UMASK)
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (the README's ``-n 2 --dist loadgroup``) one worker runs all of a
+    file's tests, so a module's prepared homes are built once, and the real-model tier
+    (``tests/real_model/``) is one group: one model server."""
+    tests = REPO / "tests"
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(tests).parts
+        item.add_marker(pytest.mark.xdist_group(parts[0]))
+
+
 Stores = tuple[EventLog, ProjectionStore]  # the ``stores`` fixture
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 

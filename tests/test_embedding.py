@@ -408,4 +408,7 @@ def test_recall_takes_a_share_of_the_exact_scoring(model_home: Home, log: EventL
         assert threading.main_thread().name in took
         assert any(name.startswith("diarist-query") for name in took)
         assert [i.content for i in shared.items] == [i.content for i in alone.items]
-        assert [i.score for i in shared.items] == [i.score for i in alone.items]
+        # row by row against the whole matrix at once: float32 sums in another order, equal
+        # to the last printed digit or one off
+        assert [i.score for i in shared.items] == pytest.approx(
+            [i.score for i in alone.items], abs=2e-6)

@@ -10,7 +10,8 @@ no gap in ``seq``; no appended event is lost and none is applied twice (the impo
 or nothing; the projections equal an uninterrupted run's; no chunk mined twice, no decision
 taken twice); `diarist replay --verify` passes.
 
-How many runs: ``fault_runs(2)`` per command in the suite (what `.ci/run` runs); the full
+How many runs: ``fault_runs(2)`` per command in the suite (what `.ci/run` runs), and up to
+four more, each with half the delay window, while no kill has landed mid-work; the full
 counts with ``DIARIST_FAULT_RUNS=10`` (docs/reliability.md, "Fault injection: how to run the
 full counts"). With ``DIARIST_FAULT_REPORT=FILE`` each test appends a JSON line of what it
 did (runs, kills that landed mid-work).
@@ -201,8 +202,20 @@ def assert_turns_exactly_once(home: Home) -> None:
     assert rows == distinct == expected
 
 
-def runs_of(name: str, default: int = 2) -> list[tuple[int, random.Random]]:
-    return [(n, random.Random(f"{SEED}:{name}:{n}")) for n in range(fault_runs(default))]
+def runs_of(tally: Tally, delay: tuple[float, float], default: int = 2,
+            extra: int = 4) -> Iterator[tuple[int, random.Random, tuple[float, float]]]:
+    """(run number, its seeded random source, the kill's delay window) for each run:
+    ``fault_runs(default)`` runs, then up to ``extra`` more while no kill has landed
+    mid-work. Each miss (the command finished before the kill) halves the window, so a
+    machine faster than the one that timed the uninterrupted run still gets its kill."""
+    low, high = delay
+    n = 0
+    while n < fault_runs(default) or (tally.landed == 0 and n < fault_runs(default) + extra):
+        missed = tally.runs - tally.landed
+        yield n, random.Random(f"{SEED}:{tally.name}:{n}"), (low, high)
+        if tally.runs - tally.landed > missed:
+            high = max(low, high / 2)
+        n += 1
 
 
 def window(stages: Stages, name: str) -> tuple[float, float]:
@@ -216,7 +229,7 @@ def window(stages: Stages, name: str) -> tuple[float, float]:
 def test_kill_9_during_import(stages: Stages, tmp_path: Path) -> None:
     tally = Tally("import")
     late_refs = LATE_SESSIONS * LATE_TURNS
-    for n, rng in runs_of("import"):
+    for n, rng, delay in runs_of(tally, (0.0, 1.0)):
         home = stages.clone("synced", Home(tmp_path / f"h{n}"))
         before = assert_log_sound(home)
         wal = Path(f"{home.events_db}-wal")
@@ -224,7 +237,7 @@ def test_kill_9_during_import(stages: Stages, tmp_path: Path) -> None:
         def writing(wal: Path = wal) -> bool:
             return wal.exists() and wal.stat().st_size > 256 * 1024
 
-        killed = kill_and_restart(home, ["import", str(stages.late)], rng, delay=(0.0, 1.0),
+        killed = kill_and_restart(home, ["import", str(stages.late)], rng, delay=delay,
                                   ready=writing, restart=[])
         tally.add(killed.landed)
         after_kill = assert_log_sound(home)
@@ -243,10 +256,9 @@ def test_kill_9_during_import(stages: Stages, tmp_path: Path) -> None:
 def test_kill_9_during_sync(stages: Stages, tmp_path: Path) -> None:
     tally = Tally("sync")
     reference = digests(stages.home("synced"))
-    for n, rng in runs_of("sync"):
+    for n, rng, delay in runs_of(tally, window(stages, "sync")):
         home = stages.clone("imported", Home(tmp_path / f"h{n}"))
-        killed = kill_and_restart(home, ["sync", "--batch-size", "100"], rng,
-                                  delay=window(stages, "sync"),
+        killed = kill_and_restart(home, ["sync", "--batch-size", "100"], rng, delay=delay,
                                   ready=lambda home=home: position(home) > 0, restart=[])
         tally.add(killed.landed)
         assert_log_sound(home)
@@ -265,7 +277,7 @@ def test_kill_9_during_replay_leaves_the_projections_as_they_were(stages: Stages
     any point, the live projections (rows, digests, files) are as before — never
     half-built — and the next replay cleans up after it."""
     tally = Tally("replay")
-    for n, rng in runs_of("replay"):
+    for n, rng, delay in runs_of(tally, window(stages, "replay")):
         home = stages.clone("consolidated", Home(tmp_path / f"h{n}"))
         before = digests(home)
         files = {p.name: p.read_bytes() for p in home.memory_dir.rglob("*.md")}
@@ -273,7 +285,7 @@ def test_kill_9_during_replay_leaves_the_projections_as_they_were(stages: Stages
         def building(home: Home = home) -> bool:
             return any(home.root.glob(".replay-*"))
 
-        killed = kill_and_restart(home, ["replay"], rng, delay=window(stages, "replay"),
+        killed = kill_and_restart(home, ["replay"], rng, delay=delay,
                                   ready=building, restart=[])
         tally.add(killed.landed)
         assert_log_sound(home)
@@ -291,10 +303,10 @@ def test_kill_9_during_replay_leaves_the_projections_as_they_were(stages: Stages
 def test_kill_9_of_the_worker(stages: Stages, tmp_path: Path) -> None:
     tally = Tally("worker")
     reference = digests(stages.home("synced"))
-    for n, rng in runs_of("worker"):
+    for n, rng, delay in runs_of(tally, window(stages, "sync")):
         home = stages.clone("imported", Home(tmp_path / f"h{n}"))
         no_night(home)  # the reference is a synced home, not a mined one
-        killed = kill_and_restart(home, ["worker"], rng, delay=window(stages, "sync"),
+        killed = kill_and_restart(home, ["worker"], rng, delay=delay,
                                   ready=lambda home=home: position(home) > 0, restart=[])
         tally.add(killed.landed)
         assert_log_sound(home)
@@ -348,14 +360,14 @@ def _pass_test(stages: Stages, tmp_path: Path, name: str, args: list[str], stage
                check: Callable[[Home], None]) -> None:
     """kill -9 a night pass (mine, dream, consolidate) once its lock is taken; rerun it."""
     tally = Tally(name)
-    for n, rng in runs_of(name):
+    for n, rng, delay in runs_of(tally, window(stages, name)):
         home = stages.clone(stage, Home(tmp_path / f"h{n}"))
         lock = home.root / "locks" / f"{name}.lock"
         # ready once the pass has written its pid into the lock file it holds; probing with
         # a flock of our own could make the pass, starting that instant, refuse to run
         lock.parent.mkdir(parents=True, exist_ok=True)
         lock.write_text("")
-        killed = kill_and_restart(home, args, rng, delay=window(stages, name),
+        killed = kill_and_restart(home, args, rng, delay=delay,
                                   ready=lambda lock=lock: lock.read_text().strip() != "")
         tally.add(killed.landed)
         assert_log_sound(home)

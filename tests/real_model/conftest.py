@@ -66,6 +66,14 @@ def _dies_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
+def _threads() -> int:
+    """All cores when the tests run one at a time; one thread beside another pytest-xdist
+    worker (llama.cpp's threads spin at each step's barrier: sharing two cores with a busy
+    test they waited on each other, and the tier took four times as long)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 @pytest.fixture(scope="session")
 def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL (``http://127.0.0.1:PORT/v1``) of a running `diarist serve-model`."""
@@ -81,7 +89,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = server_home / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([*diarist_cmd(), "serve-model", "--port", str(port),
-                                 "--ctx-size", str(WINDOW)],
+                                 "--ctx-size", str(WINDOW), "--threads", str(_threads())],
                                 stdout=log, stderr=subprocess.STDOUT, env=env,
                                 preexec_fn=_dies_with_parent)
     root = f"http://127.0.0.1:{port}"
