@@ -56,6 +56,10 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("I mostly write Rust.", "Caroline mostly writes Rust."),         # an adverb in -ly
     ("Since I last saw them I moved.", "Since Caroline last saw them Caroline moved."),
     ("What can I say, I love turtles.", "What can Caroline say, Caroline loves turtles."),
+    # a pronoun inside a hyphenated word, and the country, are not the speaker
+    ("Taking some me-time helps me.", "Taking some me-time helps Caroline."),
+    ("I moved to the US with my US-based team.",
+     "Caroline moved to the US with Caroline's US-based team."),
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected

@@ -13,7 +13,8 @@ third-person statements that name who.
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
-   is"), "my"/"our" the name's possessive, "me"/"us" the name; relative time is resolved
+   is"), "my"/"our" the name's possessive, "me"/"us" the name (not inside a hyphenated
+   word, "me-time", nor the country, "the US"); relative time is resolved
    from the turn's own time (:func:`projections.relative_time.resolve`). A speaker with no
    name ("user") is written "the user" ("The user" where it opens a sentence).
 
@@ -164,12 +165,16 @@ def third_person(sentence: str, speaker: str) -> str:
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
     words: list[str] = []    # the words so far, as said
-    for token in tokens:
+    for i, token in enumerate(tokens):
         low = token.lower()
         if token.isspace() or not token[0].isalpha():
             out.append(token)
             continue
         words.append(token)
+        if token == "US" or _hyphenated(tokens, i):  # the country; "me-time", "US-based"
+            out.append(token)
+            agree = False
+            continue
         if low in ("i", "we"):
             out.append(name)
             # "What can I say": after a modal the verb stays as it is
@@ -192,6 +197,11 @@ def third_person(sentence: str, speaker: str) -> str:
         out.append(token)
     text = "".join(out).strip()
     return text[0].upper() + text[1:] if text else text
+
+
+def _hyphenated(tokens: list[str], i: int) -> bool:
+    """Whether ``tokens[i]`` is part of a hyphenated word (no space either side)."""
+    return (i > 0 and tokens[i - 1] == "-") or (i + 1 < len(tokens) and tokens[i + 1] == "-")
 
 
 def _compound(before: list[str]) -> bool:
