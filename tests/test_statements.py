@@ -152,3 +152,12 @@ def test_an_opening_address_is_no_subject() -> None:
     # a name that is no speaker's stays: it may be the subject
     assert [s.text for s in statements(turn("Rex, my dog, is ill."), names)] == [
         "Rex, Melanie's dog, is ill."]
+
+
+def test_an_interjection_before_a_dash_or_colon_is_no_part_of_the_statement() -> None:
+    """"Guess what - I got a puppy" is "Melanie got a puppy"; "Guess what I do now: chess"
+    has no separator and stays as said (its "what" is the object)."""
+    assert [s.text for s in statements(turn("Guess what - I got a puppy. Oh: I named her Coco!"))
+            ] == ["Melanie got a puppy.", "Melanie named her Coco."]
+    assert [s.text for s in statements(turn("Guess what I play on weekends now: chess."))] == [
+        "Guess what Melanie plays on weekends now: chess."]

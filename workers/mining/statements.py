@@ -39,7 +39,8 @@ MAX_CHARS = 280
 _CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
-                   r"|haha+|lol|sure|totally|honestly|actually)[,!]?\s+)+",
+                   r"|haha+|lol|sure|totally|honestly|actually)(?:[,!:]|\s*[-–—])?\s+"
+                   r"|guess what(?:[,!:]|\s*[-–—])\s+)+",   # not "Guess what I do now: …"
                    re.IGNORECASE)
 _ENUMERATED = re.compile(r"^(?:\d{1,3}[.)]|[-*•#]+)\s+")   # a list item's mark
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
