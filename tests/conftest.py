@@ -35,9 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (the README's ``-n 2 --dist loadgroup``) one worker runs all of a
-    file's tests, so a module's prepared homes are built once, and the real-model tier
-    (``tests/real_model/``) is one group: one model server."""
+    """Under pytest-xdist (the README's ``-n auto``; ``--dist loadgroup`` in pyproject's
+    addopts) one worker runs all of a file's tests, so a module's prepared homes are built
+    once, and the real-model tier (``tests/real_model/``) is one group: one model server."""
     tests = REPO / "tests"
     for item in items:
         parts = Path(str(item.fspath)).relative_to(tests).parts

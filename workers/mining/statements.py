@@ -172,7 +172,8 @@ def third_person(sentence: str, speaker: str) -> str:
             out.append(token)
             continue
         words.append(token)
-        if token == "US" or _hyphenated(tokens, i):  # the country; "me-time", "US-based"
+        # a hyphenated word stays as said ("me-time", "US-based"), and so does the country
+        if token == "US" or _hyphenated(tokens, i):
             out.append(token)
             agree = False
             continue
