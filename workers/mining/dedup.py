@@ -31,15 +31,18 @@ class ActiveMemories:
         self.ids: list[str] = []
         self.contents: list[str] = []
         self.by_normal: dict[str, str] = {}
+        self.subjects: set[str] = set()   # the subject keys of the current values
         for memory in list_memories(store.db):
-            self._remember(memory.id, memory.content)
+            self._remember(memory.id, memory.content, memory.subject)
         self._embedder: Any = None
         self._buffer: np.ndarray | None = None   # row i: the vector of self.ids[i]
         self._rows = 0
         self._loaded = False
 
-    def _remember(self, memory_id: str, content: str) -> None:
+    def _remember(self, memory_id: str, content: str, subject: str = "") -> None:
         self.ids.append(memory_id)
+        if subject:
+            self.subjects.add(subject)
         self.contents.append(content)
         self.by_normal.setdefault(normal(content), memory_id)
 
@@ -94,9 +97,10 @@ class ActiveMemories:
             return [None] * len(contents)
         return list(self._embedder.embed(contents))
 
-    def add(self, memory_id: str, content: str, vector: Any = None) -> None:
+    def add(self, memory_id: str, content: str, vector: Any = None,
+            subject: str = "") -> None:
         """A memory the pass keeps: later candidates are compared with it too."""
-        self._remember(memory_id, content)
+        self._remember(memory_id, content, subject)
         if self._buffer is None:
             return
         import numpy as np

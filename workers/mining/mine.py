@@ -93,7 +93,7 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
     candidates = with_attributes(
         extraction.candidates,
         [chunk.turns[c.turns[0] - 1].speaker if c.turns else "" for c in extraction.candidates],
-        classifier)
+        classifier, active.subjects)
     vectors = active.vectors([c.content for c in candidates])
     for index, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
         refs = [chunk.turns[n - 1].ref for n in candidate.turns]
@@ -104,7 +104,7 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
             reinforced[known] += [r for r in refs if r not in reinforced[known]]
             continue
         memory = _memory(chunk, index, candidate)
-        active.add(memory["id"], candidate.content, vector)
+        active.add(memory["id"], candidate.content, vector, candidate.subject)
         keep.append(memory)
     occurred = clock.from_iso(chunk.at)
     events = []
