@@ -118,16 +118,21 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
 def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set[str]:
     """Profile, project facts (together at most :data:`weights.HEAD_FACTS_SHARE` of the budget;
     facts by confidence × relevancy, then newest), then MEMORY.md up to its share — within
-    a budget and for a ``query`` (the question without the speakers' names) only its lines
-    that answer it (:func:`_relevant_lines`); returns the content hashes used, so the
-    scored part does not repeat them. MEMORY.md comes only here: its sections are not
-    scored items (a whole section, ~240 tokens after a night over a LoCoMo conversation,
+    a budget and for a ``query`` (the question without the speakers' names) only the
+    project facts and lines that answer it (:func:`_answers`); returns the content hashes
+    used, so the scored part does not repeat them. MEMORY.md comes only here: its sections
+    are not scored items (a whole section, ~240 tokens after a night over a LoCoMo conversation,
     crowded turns out of a 512-token budget; its lines are the active memories, which are
     scored items themselves)."""
     used: set[str] = set()
     room = math.inf if filler.budget <= 0 else weights.HEAD_FACTS_SHARE * filler.budget
+    wanted = _stems(query) if filler.budget > 0 else set()
     for kind in head():  # each head type's items have its name for their source
         memories = list_memories(db, kind.name)
+        if kind is PROJECT_FACT and wanted:  # a question: only the facts that answer it
+            # (the others may still be scored); an unrelated decision read first cost the
+            # 1.5B model answers. The profile (who is asking) stays.
+            memories = [m for m in memories if _answers(m.content, wanted)]
         if kind is PROJECT_FACT:  # newest first among equals (both sorts are stable)
             memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
             memories.sort(key=lambda m: -m.confidence * m.relevancy)
@@ -180,16 +185,21 @@ def _relevant_lines(text: str, query: str) -> str:
     wanted = _stems(query)
     if not wanted:
         return ""
-    need = min(weights.LINE_OVERLAP, len(wanted))
     out: list[str] = []
     heading: list[str] = []
     for line in text.splitlines():
         if line.startswith("#"):
             heading = [line]
-        elif line.strip() and len(_stems(line) & wanted) >= need:
+        elif line.strip() and _answers(line, wanted):
             out += heading + [line]
             heading = []
     return "\n".join(out)
+
+
+def _answers(line: str, wanted: set[str]) -> bool:
+    """Whether ``line`` shares :data:`weights.LINE_OVERLAP` of a question's word stems
+    ``wanted`` (all of them for a shorter question)."""
+    return len(_stems(line) & wanted) >= min(weights.LINE_OVERLAP, len(wanted))
 
 
 def _stems(text: str) -> set[str]:

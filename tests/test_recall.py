@@ -66,14 +66,41 @@ def test_many_mined_project_facts_leave_room_for_the_scored_part(
              for i in range(200)]
     log.append(MemoriesMined(session="m", memories=facts), stream="memory")
     store.catch_up_all()
-    head = recall(store.db, "where is the Kestrel deploy script?", budget=512, k=0).items
+    zephyr = "Which module number does a Zephyr milestone use?"
+    head = recall(store.db, zephyr, budget=512, k=0).items
     facts = [i for i in head if i.source in ("workspace_profile", "project_fact")]
-    assert facts and sum(i.tokens for i in facts) <= HEAD_FACTS_SHARE * 512
-    assert "old" not in {i.id for i in head}  # newest first: it did not fit the head
+    assert sum(i.source == "project_fact" for i in facts) > 1
+    assert sum(i.tokens for i in facts) <= HEAD_FACTS_SHARE * 512
+    assert "old" not in {i.id for i in head}  # it does not answer the question
+    assert "old" not in {i.id for i in recall(store.db, "", budget=512, k=0).items}  # newest
+    # first: with no question the facts that answer nothing fill the head
     result = recall(store.db, "where is the Kestrel deploy script?", budget=512, k=10)
-    assert any(i.id == "old" for i in result.items)  # found by search, not crowded out
+    assert any(i.id == "old" for i in result.items)  # found, not crowded out
     assert any(i.source == "turn" for i in recall(store.db, "gardening tomatoes day 7",
                                                   budget=512, k=10).items)
+
+
+def test_a_question_gets_only_the_project_facts_that_answer_it(
+        log: EventLog, store: ProjectionStore) -> None:
+    """Within a budget a question's head holds the project facts that share its words (an
+    unrelated one, read first, misleads a small model); the profile stays, and a chat's
+    start block (the whole head) and a recall without a budget hold them all."""
+    seed(log)
+    log.append(MemoriesMined(session="m", memories=[{
+        "id": "ship", "type": "project_fact", "confidence": 0.8,
+        "content": "On 2 May Ann chose to ship the Kestrel release by hand"}]), stream="memory")
+    store.catch_up_all()
+
+    def facts(query: str, budget: int, **kw: bool) -> set[str]:
+        items = recall(store.db, query, budget=budget, k=3, **kw).items
+        return {i.id for i in items if i.source == "project_fact"}
+
+    asked = recall(store.db, "gardening tomatoes", budget=512, k=3).items
+    assert "ship" not in {i.id for i in asked}
+    assert [i.source for i in asked[:2]] == ["workspace_profile", "workspace_profile"]
+    assert "ship" in facts("how did Ann ship the Kestrel release?", 512)
+    assert "ship" in facts("gardening tomatoes", 0)
+    assert "ship" in facts("gardening tomatoes", 512, whole_long_term=True)
 
 
 @pytest.mark.parametrize("budget", [20, 50, 64, 100, 300, 512])
