@@ -32,6 +32,7 @@ from workers.mining.attributes import (  # noqa: E402
     WEIGHTS,
     Classifier,
     clauses,
+    names_them,
     softmax,
 )
 from workers.mining.chunks import Turn  # noqa: E402
@@ -137,7 +138,8 @@ def _batches(embed: OnnxEmbedder, w: np.ndarray, b: np.ndarray,
     """Per statement: its clauses' probabilities."""
     out = []
     for statement, who in items:
-        out.append(softmax(embed.embed(clauses(statement, who)) @ w + b))
+        said = [c for c in clauses(statement, who) if names_them(c, who)]
+        out.append(softmax(embed.embed(said) @ w + b) if said else np.zeros((0, len(LABELS))))
     return out
 
 
@@ -147,7 +149,8 @@ def _best_of(probs: np.ndarray) -> float:
     probs[:, LABELS.index(NONE)] = -1
     best = probs.argmax(axis=1)
     decoys = [LABELS.index(d.key) for d in DECOYS]
-    return float(max(0.0 if k in decoys else row[k] for k, row in zip(best, probs, strict=True)))
+    return float(max((0.0 if k in decoys else row[k]
+                      for k, row in zip(best, probs, strict=True)), default=0.0))
 
 
 _Fitted._best = staticmethod(_best_of)  # type: ignore[attr-defined]

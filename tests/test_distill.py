@@ -77,6 +77,17 @@ def test_a_one_off_occasion_is_no_hobby(exported_model: Path) -> None:
     assert found == ["", "", "hobby"]
 
 
+def test_a_clause_that_does_not_name_the_person_sets_none_of_their_attributes(
+        exported_model: Path) -> None:
+    """"he finally got a job as a teacher" alone reads as a job, and "who moved to Porto"
+    as a home; neither is Maya's."""
+    found = classifier(exported_model).attributes([
+        ("Maya was happy for Tom, because he finally got a job as a teacher.", "Maya"),
+        ("Maya visited her aunt, who moved to Porto last month.", "Maya"),
+        ("Maya moved to Porto last month, and she loves the light there.", "Maya")])
+    assert found == ["", "", "home"]
+
+
 def test_candidates_get_a_subject_key(exported_model: Path) -> None:
     candidates = [Candidate("user_preference", "Sam relocated to Ghent for good.", turns=[1]),
                   Candidate("user_preference", "Sam fixed the squeaky door.", turns=[2]),
@@ -112,8 +123,8 @@ def test_a_replacement_of_a_known_value_needs_less_certainty(exported_model: Pat
     "these days") takes the attribute its person already has a value of; not without that
     value, not for another person's, and not on "changed", whose object may be anything."""
     candidates = [
-        Candidate("user_preference", "Lucas has taken up birdwatching instead, and Lucas "
-                  "loves it.", turns=[1]),
+        Candidate("user_preference", "Lucas has switched to birdwatching instead.",
+                  turns=[1]),
         Candidate("user_preference", "Elena has gone off Elena's old order; these days "
                   "it's oat flat white for Elena.", turns=[2]),
         Candidate("user_preference", "Incorporating strength training really changed the "
