@@ -86,6 +86,8 @@ def test_a_clause_that_does_not_name_the_person_sets_none_of_their_attributes(
         ("Maya visited her aunt, who moved to Porto last month.", "Maya"),
         ("Maya moved to Porto last month, and she loves the light there.", "Maya")])
     assert found == ["", "", "home"]
+    only_his = [Candidate("user_preference", "He moved to Porto.", turns=[1])]
+    assert with_attributes(only_his, ["Maya"], classifier(exported_model)) == only_his
 
 
 def test_candidates_get_a_subject_key(exported_model: Path) -> None:

@@ -318,10 +318,10 @@ class Classifier:
                 if names_them(clause, who):
                     index.append(i)
                     flat.append(clause)
-        if not flat:
-            return []
-        probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
         best: list[tuple[float, str, str]] = [(0.0, "", "")] * len(statements)
+        if not flat:  # no statement has a clause said of its person
+            return best
+        probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
         none = self.labels.index(NONE)
         for i, clause, row in zip(index, flat, probs, strict=True):
             row = row.copy()
