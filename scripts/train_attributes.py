@@ -32,7 +32,6 @@ from workers.mining.attributes import (  # noqa: E402
     WEIGHTS,
     Classifier,
     clauses,
-    names_them,
     softmax,
 )
 from workers.mining.chunks import Turn  # noqa: E402
@@ -116,8 +115,7 @@ def main() -> None:
     worst = np.zeros(len(thresholds))
     for held in CONVS:
         w, b = train([c for c in CONVS if c != held])
-        probs = [_Fitted(embed, w, b, 0.0)._best(s) for s in _batches(embed, w, b,
-                                                                     per_conv[held])]
+        probs = [p for p, _, _ in _Fitted(embed, w, b, 0.0).scored(per_conv[held])]
         rates = np.array([np.mean([p >= t for p in probs]) for t in thresholds])
         worst = np.maximum(worst, rates)
         print(f"held out {held}: {len(probs)} statements; tagged at 0.5: {rates[20]:.3f}")
@@ -131,29 +129,6 @@ def main() -> None:
         np.savez_compressed(WEIGHTS, w=w.astype(np.float32), b=b.astype(np.float32),
                             labels=np.array(LABELS), threshold=np.float32(threshold))
         print(f"wrote {WEIGHTS.relative_to(REPO)} ({WEIGHTS.stat().st_size} bytes)")
-
-
-def _batches(embed: OnnxEmbedder, w: np.ndarray, b: np.ndarray,
-             items: list[tuple[str, str]]) -> list[np.ndarray]:
-    """Per statement: its clauses' probabilities."""
-    out = []
-    for statement, who in items:
-        said = [c for c in clauses(statement, who) if names_them(c, who)]
-        out.append(softmax(embed.embed(said) @ w + b) if said else np.zeros((0, len(LABELS))))
-    return out
-
-
-def _best_of(probs: np.ndarray) -> float:
-    """A statement's likeliest attribute's probability (0 where a decoy is likelier)."""
-    probs = probs.copy()
-    probs[:, LABELS.index(NONE)] = -1
-    best = probs.argmax(axis=1)
-    decoys = [LABELS.index(d.key) for d in DECOYS]
-    return float(max((0.0 if k in decoys else row[k]
-                      for k, row in zip(best, probs, strict=True)), default=0.0))
-
-
-_Fitted._best = staticmethod(_best_of)  # type: ignore[attr-defined]
 
 
 def _check_generator(classifier: Classifier) -> None:
