@@ -117,3 +117,28 @@ def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_bud
     many = build_evidence(store.db, [f"c:{i}" for i in range(60)], budget=120)
     assert 0 < many.injected_tokens <= 120 and len(many.items) < 60
     assert build_evidence(store.db, [], budget=512).text == ""
+
+
+def test_knowledge_comes_most_relevant_first_as_the_system_prompt_says(
+        log: EventLog, store: ProjectionStore) -> None:
+    """The chat's system prompt tells the model the block's most relevant lines come first
+    (a small model otherwise answers from a later line that merely shares the question's
+    words): the [knowledge] lines are in recall's order, best score first."""
+    from workers.chat.session import SYSTEM_PROMPT
+
+    assert "most relevant lines come first" in SYSTEM_PROMPT
+    for text in ("We ran the 5K charity run for veterans and their families.",
+                 "The charity bake sale went well.",
+                 "I ran a 5K last year.",
+                 "My brother works for a charity that helps veterans."):
+        session = f"s{len(text)}"  # one session each: no two are neighbours in one item
+        log.append(UserTurn(session=session, text=text, name="John"), stream=session)
+    store.catch_up_all()
+    injection = build_injection(store.db, "What cause did John's 5K charity run support?",
+                                400, 8, whole_long_term=False)
+    lines = injection.text.splitlines()
+    knowledge = [x for x in lines[lines.index("[knowledge]") + 1:] if x.startswith("- ")]
+    scores = [i.score for i in injection.items if i.source == "turn"]
+    assert len(knowledge) == len(scores) >= 3, injection.text
+    assert scores == sorted(scores, reverse=True), scores
+    assert "veterans and their families" in knowledge[0], knowledge
