@@ -60,8 +60,7 @@ from .tools import (
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 # The block's order is recall's (the head, then each section most relevant first), and the
-# model is told so: a small model then answers from the line that fits best rather than
-# from a later one that merely shares the question's words (docs/benchmarks.md).
+# model is told so; what that does to its answers is measured in docs/benchmarks.md.
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
                  "Use the memory context below when it is relevant; "
                  "its most relevant lines come first.")
