@@ -122,7 +122,7 @@ def main() -> None:
     """Console entry point: no traceback reaches a user (tests see the real exception)."""
     os.umask(UMASK)
     try:
-        code = cli.main(standalone_mode=False)
+        code = cli.main(prog_name="diarist", standalone_mode=False)
     except click.exceptions.Abort:
         echo("Aborted.", err=True)
         sys.exit(130)
@@ -145,3 +145,7 @@ def main() -> None:
         sys.exit(1)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+if __name__ == "__main__":  # python -m cli.main
+    main()

@@ -215,3 +215,13 @@ def test_verify_leaves_a_scratch_copy_in_use_alone(home: Home, tmp_path: Path) -
         assert busy.is_dir()
     assert "turns: ok" in run("replay", "--verify").output
     assert not (home.root / "scratch").exists()
+
+
+@pytest.mark.parametrize("module", ["cli", "cli.main"])
+def test_python_dash_m_runs_the_command(module: str, home: Home) -> None:
+    """`python -m cli` (and `python -m cli.main`) is `diarist`, for a checkout without the
+    console script on PATH."""
+    env = {**os.environ, "DIARIST_HOME": str(home.root)}
+    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("diarist, version"), done
