@@ -1,13 +1,20 @@
 """Train the attribute classifier (workers/mining/attributes.py) and write its weights.
 
-    python scripts/train_attributes.py [--max-none-rate 0.05] [--check-only]
+    python scripts/train_attributes.py [--max-none-rate 0.05] [--with-longmemeval] [--check-only]
 
 Data: the registry's examples (one class per attribute) and, as *none*, the clauses of the
-statements mining draws from the LoCoMo dev conversations (``../shared/bench/locomo``).
+statements mining draws from the LoCoMo dev conversations (``../shared/bench/locomo``);
+``--with-longmemeval`` adds the user's turns of the LongMemEval dev sample
+(``../shared/bench/longmemeval``: an assistant chat's topical statements, "the user is going
+to try drinking more water", are no states either), its questions' homes in two halves, each
+turn's text in the first only. The installed weights are the default's: with LongMemEval,
+held-out LongMemEval statements were tagged half as often, but a drink said to replace the
+old one ("these days it's oat flat white") fell below ``CHANGE_THRESHOLD`` (docs/experiments.md).
 Features: MiniLM fp32 vectors. Model: multinomial logistic regression (numpy, L2, classes
-weighted to balance). The threshold is chosen by leave-one-conversation-out: the lowest
-probability at which at most ``--max-none-rate`` of the held-out conversation's statements
-get an attribute (the worst fold decides). Printed, not used for choosing: how many of the
+weighted to balance). The threshold is chosen by leave-one-group-out (each LoCoMo
+conversation, each LongMemEval half if used): the lowest probability at which at most
+``--max-none-rate`` of the held-out group's statements get an attribute (the worst fold
+decides). Printed, not used for choosing: how many of the
 changed-facts generator's changing statements get the right attribute.
 """
 from __future__ import annotations
@@ -21,6 +28,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
+LONGMEMEVAL = REPO.parent / "shared" / "bench" / "longmemeval" / "longmemeval_s_dev.json"
 sys.path.insert(0, str(REPO))
 
 from projections.embedding import OnnxEmbedder  # noqa: E402
@@ -40,6 +48,8 @@ from workers.models.embedding import export_model  # noqa: E402
 
 L2, STEPS = 1e-4, 2000
 CONVS = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
+HALVES = ["longmemeval-a", "longmemeval-b"]
+GROUPS = [*CONVS, *HALVES]
 
 
 def embedder(folder: Path) -> OnnxEmbedder:
@@ -56,6 +66,24 @@ def locomo_statements(conv: str) -> list[tuple[str, str]]:
     for t in turns:
         turn = Turn(1, 1, "e", t["ref"], t["role"], t["name"], t["text"], t["at"], True)
         out += [(s.text, t["name"]) for s in statements(turn, names)]
+    return out
+
+
+def longmemeval_statements() -> dict[str, list[tuple[str, str]]]:
+    """The statements mining draws from the user's turns of each half of the LongMemEval
+    dev questions' homes (alternate questions; a turn whose text came before is skipped:
+    the haystacks share sessions)."""
+    from workers.eval.load import load_dataset
+
+    seen: set[str] = set()
+    out: dict[str, list[tuple[str, str]]] = {half: [] for half in HALVES}
+    for i, conv in enumerate(load_dataset(LONGMEMEVAL).conversations):
+        for t in conv.turns:
+            if t["role"] != "user" or t["text"] in seen:
+                continue
+            seen.add(t["text"])
+            turn = Turn(1, 1, "e", t["ref"], "user", t["name"], t["text"], t["at"], True)
+            out[HALVES[i % 2]] += [(s.text, t["name"]) for s in statements(turn, {t["name"]})]
     return out
 
 
@@ -84,9 +112,11 @@ class _Fitted(Classifier):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-none-rate", type=float, default=0.05)
-    parser.add_argument("--drop-near", type=float, default=0.55, help="leave out LoCoMo "
+    parser.add_argument("--drop-near", type=float, default=0.55, help="leave out "
                         "clauses this close (cosine) to an attribute's example")
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))
+    parser.add_argument("--with-longmemeval", action="store_true",
+                        help="LongMemEval dev statements as none too (not the installed weights)")
     parser.add_argument("--check-only", action="store_true", help="write nothing")
     args = parser.parse_args()
     embed = embedder(args.models)
@@ -94,7 +124,10 @@ def main() -> None:
     x_pos = embed.embed([e for e, _ in examples])
     y_pos = np.array([k for _, k in examples])
     none = LABELS.index(NONE)
+    groups = GROUPS if args.with_longmemeval else CONVS
     per_conv = {c: locomo_statements(c) for c in CONVS}
+    if args.with_longmemeval:
+        per_conv |= longmemeval_statements()
     clause_x = {c: embed.embed([cl for s, who in st for cl in clauses(s, who)])
                 for c, st in per_conv.items()}
 
@@ -103,7 +136,7 @@ def main() -> None:
     near = {c: (x @ x_pos.T).max(axis=1) >= args.drop_near for c, x in clause_x.items()}
     print("left out as maybe an attribute: "
           f"{sum(int(n.sum()) for n in near.values())} of "
-          f"{sum(len(n) for n in near.values())} LoCoMo clauses")
+          f"{sum(len(n) for n in near.values())} clauses")
 
     def train(convs: list[str]) -> tuple[np.ndarray, np.ndarray]:
         negatives = [clause_x[c][~near[c]] for c in convs]
@@ -113,16 +146,21 @@ def main() -> None:
 
     thresholds = np.arange(0.30, 0.96, 0.01)
     worst = np.zeros(len(thresholds))
-    for held in CONVS:
-        w, b = train([c for c in CONVS if c != held])
+    held_rates: dict[str, np.ndarray] = {}
+    for held in groups:
+        w, b = train([c for c in groups if c != held])
         probs = [p for p, _, _ in _Fitted(embed, w, b, 0.0).scored(per_conv[held])]
         rates = np.array([np.mean([p >= t for p in probs]) for t in thresholds])
         worst = np.maximum(worst, rates)
+        held_rates[held] = rates
         print(f"held out {held}: {len(probs)} statements; tagged at 0.5: {rates[20]:.3f}")
     ok = [t for t, r in zip(thresholds, worst, strict=True) if r <= args.max_none_rate]
     threshold = float(round(ok[0], 2)) if ok else 0.95
-    w, b = train(CONVS)
-    print(f"threshold {threshold} (worst held-out share of LoCoMo statements given an "
+    at = int(np.argmin(np.abs(thresholds - threshold)))
+    print(f"held out, tagged at {threshold}: " +
+          ", ".join(f"{g} {r[at]:.3f}" for g, r in held_rates.items()))
+    w, b = train(groups)
+    print(f"threshold {threshold} (worst held-out share of a group's statements given an "
           f"attribute <= {args.max_none_rate})")
     _check_generator(_Fitted(embed, w, b, threshold))
     if not args.check_only:
