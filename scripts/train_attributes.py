@@ -7,9 +7,8 @@ statements mining draws from the LoCoMo dev conversations (``../shared/bench/loc
 ``--with-longmemeval`` adds the user's turns of the LongMemEval dev sample
 (``../shared/bench/longmemeval``: an assistant chat's topical statements, "the user is going
 to try drinking more water", are no states either), its questions' homes in two halves, each
-turn's text in the first only. The installed weights are the default's: with LongMemEval,
-held-out LongMemEval statements were tagged half as often, but a drink said to replace the
-old one ("these days it's oat flat white") fell below ``CHANGE_THRESHOLD`` (docs/experiments.md).
+turn's text in the first only. The installed weights are the default's (why:
+docs/experiments.md, "The night's attributes").
 Features: MiniLM fp32 vectors. Model: multinomial logistic regression (numpy, L2, classes
 weighted to balance). The threshold is chosen by leave-one-group-out (each LoCoMo
 conversation, each LongMemEval half if used): the lowest probability at which at most
@@ -62,11 +61,13 @@ def locomo_statements(conv: str) -> list[tuple[str, str]]:
     turns = [json.loads(line)
              for line in (LOCOMO / f"{conv}.transcript.jsonl").read_text().splitlines()]
     names = {t["name"] for t in turns}     # mining cuts an address to either speaker
-    out = []
-    for t in turns:
-        turn = Turn(1, 1, "e", t["ref"], t["role"], t["name"], t["text"], t["at"], True)
-        out += [(s.text, t["name"]) for s in statements(turn, names)]
-    return out
+    return [said for t in turns for said in _said(t, names)]
+
+
+def _said(t: dict[str, str], names: set[str]) -> list[tuple[str, str]]:
+    """(statement, speaker) for each statement mining draws from transcript turn ``t``."""
+    turn = Turn(1, 1, "e", t["ref"], t["role"], t["name"], t["text"], t["at"], True)
+    return [(s.text, t["name"]) for s in statements(turn, names)]
 
 
 def longmemeval_statements() -> dict[str, list[tuple[str, str]]]:
@@ -82,8 +83,7 @@ def longmemeval_statements() -> dict[str, list[tuple[str, str]]]:
             if t["role"] != "user" or t["text"] in seen:
                 continue
             seen.add(t["text"])
-            turn = Turn(1, 1, "e", t["ref"], "user", t["name"], t["text"], t["at"], True)
-            out[HALVES[i % 2]] += [(s.text, t["name"]) for s in statements(turn, {t["name"]})]
+            out[HALVES[i % 2]] += _said(t, {t["name"]})
     return out
 
 
