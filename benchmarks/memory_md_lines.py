@@ -7,8 +7,10 @@ For each home under ``DIR`` (for example the homes of ``recall_dev.py … --home
 (:func:`projections.readable.self_contained`: "Tim is a huge fan of this genre"), and
 for a LoCoMo conversation (a home named ``conv-…`` with its observations beside the
 checkout) the lines that state one of LoCoMo's observations of the conversation (MiniLM
-cosine ≥ 0.6, as ``bench_observations.py`` counts). Then the same for the journals'
-lines (``memory/YYYY-MM-DD.md``), each against the observations of its own day.
+cosine ≥ 0.6, as ``bench_observations.py`` counts), and the pairs of its lines that say
+much the same (MiniLM cosine ≥ 0.9, the dreaming's near-duplicate threshold, before its
+guards). Then the same for the journals' lines (``memory/YYYY-MM-DD.md``), each against the
+observations of its own day.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from projections.readable import self_contained  # noqa: E402
 from workers.consolidation.consolidate import bare  # noqa: E402
 
 MATCH = 0.6
+SAME = 0.9
 
 
 def lines_of(path: Path) -> list[str]:
@@ -40,6 +43,16 @@ def stating(lines: list[str], observations: list[str], embed) -> int:  # type: i
         return 0
     cosine = np.asarray(embed(lines)) @ np.asarray(embed(observations)).T
     return int((cosine.max(axis=1) >= MATCH).sum())
+
+
+def close_pairs(lines: list[str], embed) -> int:  # type: ignore[no-untyped-def]
+    """Pairs of ``lines`` at MiniLM cosine ≥ :data:`SAME`."""
+    import numpy as np
+
+    if len(lines) < 2:
+        return 0
+    vectors = np.asarray(embed(lines))
+    return int((np.triu(vectors @ vectors.T, 1) >= SAME).sum())
 
 
 def journal_lines(path: Path) -> list[str]:
@@ -71,25 +84,24 @@ def main() -> None:
     parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"),
                         help="where the fp32 MiniLM export is (made there if missing)")
     args = parser.parse_args()
-    embed = None
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_observations import embedder
+
+    embed = embedder(args.models).embed
     print("| home | lines | characters a line (mean) | not reading on their own |"
-          " stating an observation |")
-    print("|---|---|---|---|---|")
+          f" stating an observation | pairs at cosine ≥ {SAME} |")
+    print("|---|---|---|---|---|---|")
     for home in sorted(p for p in args.homes.iterdir() if (p / "memory/MEMORY.md").exists()):
         lines = lines_of(home / "memory" / "MEMORY.md")
         loose = sum(not self_contained(line) for line in lines)
         observed = LOCOMO / f"{home.name}.observations.jsonl"
         stated = "—"
         if observed.exists():
-            if embed is None:
-                sys.path.insert(0, str(REPO / "benchmarks"))
-                from bench_observations import embedder
-
-                embed = embedder(args.models).embed
             facts = [json.loads(x)["fact"] for x in observed.read_text().splitlines()]
             stated = str(stating(lines, facts, embed))
         mean = sum(len(line) for line in lines) / max(len(lines), 1)
-        print(f"| {home.name} | {len(lines)} | {mean:.0f} | {loose} | {stated} |")
+        print(f"| {home.name} | {len(lines)} | {mean:.0f} | {loose} | {stated} |"
+              f" {close_pairs(lines, embed)} |")
     print("\n| home | journal days | lines a day (mean) | characters a line (mean) |"
           " not reading on their own | stating an observation of the day |")
     print("|---|---|---|---|---|---|")

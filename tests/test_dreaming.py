@@ -246,3 +246,55 @@ def test_similarity_buckets_find_what_brute_force_finds() -> None:
     assert len(base) > similarity.EXACT_UPTO and len(truth) >= 290
     assert set(found) <= truth and len(set(found) & truth) >= 0.97 * len(truth)
     assert similarity.near_pairs(base, 0.9) == found  # deterministic
+
+
+EUROPE = "The user is planning a trip to Europe next summer to visit the user's relatives."
+EUROPE_FULLER = ("The user is planning a trip to Europe next summer to visit the user's"
+                 " relatives in Germany, France, and the UK.")
+
+
+def test_a_statement_a_fuller_one_subsumes_is_merged_into_the_fuller(model_home: Home) -> None:
+    """Cosine ≥ 0.9 but the proper nouns differ, so no near duplicate: the shorter says
+    nothing the fuller does not, so it goes — into the fuller one, though it is older."""
+    from workers.models.embedding import ensure_model
+
+    with EventLog(model_home.events_db) as log:
+        ensure_model(model_home, log)
+        mined(log, T0, m("a", EUROPE))
+        mined(log, T0 + dt.timedelta(hours=1), m("b", EUROPE_FULLER))
+    dream(model_home, now=T0 + dt.timedelta(hours=2))
+    with EventLog(model_home.events_db) as log:
+        merges = [e.payload for e in log.read(types=["MemoriesMerged"])]
+    assert merges == [{"ids": ["a"], "into": "b",
+                       "reason": "near duplicates (cosine ≥ 0.9)"}]
+    assert set(active(model_home)) == {"b"}
+
+
+def test_mining_does_not_state_again_what_a_fuller_memory_says(model_home: Home) -> None:
+    from workers.mining.dedup import ActiveMemories
+    from workers.mining.text import says_as_much
+    from workers.models.embedding import ensure_model
+
+    with EventLog(model_home.events_db) as log:
+        ensure_model(model_home, log)
+        mined(log, T0, m("b", EUROPE_FULLER))
+    with open_store(model_home) as store:
+        store.catch_up_all()
+        memories = ActiveMemories(model_home, store)
+        shorter, = memories.vectors([EUROPE])
+        assert memories.known(EUROPE, shorter) == "b"    # it says less: not mined again
+    # the other way round a fuller statement says more: mined (dreaming merges the two)
+    assert says_as_much(EUROPE_FULLER, EUROPE, 0.93)
+    assert not says_as_much(EUROPE, EUROPE_FULLER, 0.93)
+    assert not says_as_much(EUROPE_FULLER, EUROPE, 0.89)
+
+
+def test_subsumes_asks_for_every_word_number_and_name_of_the_shorter() -> None:
+    from workers.mining.text import subsumes
+
+    assert subsumes(EUROPE_FULLER, EUROPE) and not subsumes(EUROPE, EUROPE_FULLER)
+    assert not subsumes(EUROPE_FULLER, EUROPE_FULLER)          # the same words: no subset
+    assert not subsumes("I prefer tabs over spaces always", "I prefer spaces over tabs")
+    assert not subsumes(EUROPE_FULLER, EUROPE.replace("Europe", "Spain"))    # a new name
+    assert not subsumes("I have 2 kids and a dog", "I have 3 kids")        # a new number
+    assert subsumes("I have 2 kids and a dog named Rex", "I have 2 kids")

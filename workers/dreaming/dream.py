@@ -5,9 +5,11 @@ same time decides the same.
 
 1. **Merge duplicates** (``MemoriesMerged``): memories with the same normal form, and near
    duplicates by embedding (:func:`workers.mining.text.near_duplicate` over the cached
-   vectors, pairs found by :mod:`.similarity`), grouped transitively. The kept memory is
-   the most confident, then one the user stated (or a detected fact), then a model's, then
-   the heuristic's, then the oldest; it takes the refs of all (their provenance), the
+   vectors, pairs found by :mod:`.similarity`; or, from the same source, a statement a
+   fuller one subsumes, :func:`workers.mining.text.subsumes`), grouped transitively. The
+   kept memory is the most confident, then one the user stated (or a detected fact), then a
+   model's, then the heuristic's, then the oldest — but never one a fuller member from its
+   source subsumes; it takes the refs of all (their provenance), the
    highest confidence and the latest time said. Merged ones become ``superseded``.
 2. **Resolve conflicts** (``MemorySuperseded``): memories with the same subject key (who
    and which single-valued attribute, :func:`workers.mining.text.subject_key`, or the
@@ -61,7 +63,14 @@ from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
 
 from ..mining.attributes import ADDS, ANNOUNCED, REPLACES, announces_change, change_of
-from ..mining.text import NEAR_DUPLICATE_COSINE, lasting, near_duplicate, normal, subject_key
+from ..mining.text import (
+    NEAR_DUPLICATE_COSINE,
+    lasting,
+    near_duplicate,
+    normal,
+    subject_key,
+    subsumes,
+)
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .similarity import near_pairs
@@ -157,8 +166,26 @@ def _near_duplicates(home: Home, store: ProjectionStore, memories: list[Memory],
     if vectors is None or len(rows) < 2:
         return
     for (a, b), cosine in sorted(near_pairs(vectors, NEAR_DUPLICATE_COSINE).items()):
-        if near_duplicate(memories[rows[a]].content, memories[rows[b]].content, cosine):
+        first, second = memories[rows[a]], memories[rows[b]]
+        if near_duplicate(first.content, second.content, cosine) or (
+                _source_rank(first) == _source_rank(second)
+                and (subsumes(first.content, second.content)
+                     or subsumes(second.content, first.content))):
             groups.join(rows[a], rows[b])
+
+
+def _keeper_first(members: list[Memory]) -> list[Memory]:
+    """``members`` (in keeper order) with the keeper first: among those from the same
+    source as the first, the first that no other member subsumes
+    (:func:`..mining.text.subsumes`), so a merge keeps the fuller of two statements, not
+    the one that says less."""
+    rank = _source_rank(members[0])
+    for i, member in enumerate(members):
+        if _source_rank(member) == rank and not any(
+                subsumes(other.content, member.content) for other in members
+                if other is not member):
+            return [member, *members[:i], *members[i + 1:]]
+    return members
 
 
 def _key(prefix: str, ids: Iterable[str]) -> str:
@@ -172,7 +199,7 @@ def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tup
     gone: set[str] = set()
     said: dict[str, str] = {}
     for group in sorted(groups.groups()):
-        members = sorted((memories[i] for i in group), key=_keeper_order)
+        members = _keeper_first(sorted((memories[i] for i in group), key=_keeper_order))
         keeper, others = members[0], [m.id for m in members[1:]]
         same_text = len({normal(m.content) for m in members}) == 1
         reason = "duplicates (same text)" if same_text else \

@@ -1,6 +1,7 @@
 """Never mine a memory that is already active: the same text (normal form), or a near
-duplicate by embedding (:func:`workers.mining.text.near_duplicate`: cosine ≥ 0.90 with the
-guards on numbers, names and word order).
+duplicate by embedding (:func:`workers.mining.text.says_as_much`: cosine ≥ 0.90 with the
+guards on numbers, names and word order, or a shorter statement an active one subsumes; a
+fuller statement is mined, and dreaming merges the shorter into it).
 
 The embedding check runs only when an embedding model has been chosen (``diarist sync``
 exports it): the embedder is loaded on the first candidate that the normal form does not
@@ -17,7 +18,7 @@ from projections import ProjectionStore
 from projections.memories import list_memories
 from projections.memory_vectors import memory_vectors
 
-from .text import near_duplicate, normal
+from .text import normal, says_as_much
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -82,7 +83,7 @@ class ActiveMemories:
             return same
         scores = self._buffer[:self._rows] @ vector
         for i in scores.argsort()[::-1][:5]:
-            if near_duplicate(self.contents[i], content, float(scores[i])):
+            if says_as_much(self.contents[i], content, float(scores[i])):
                 return self.ids[i]
         return None
 

@@ -11,6 +11,9 @@
   dog's name is Rex" 0.940 (a duplicate), "Caroline: I went to a LGBTQ support group
   yesterday" / "Caroline went to an LGBTQ support group" 0.942 (a duplicate), "I live in
   Berlin" / "I live in Lisbon" 0.550, "Caroline likes painting" / "… hiking" 0.615 (not).
+- :func:`subsumes` / :func:`says_as_much` — a shorter statement whose words, numbers and
+  proper nouns are all in a close (same cosine) fuller one says nothing more: mining does
+  not state it again, and dreaming merges it into the fuller one.
 - :func:`subject_key` — who and which attribute a fact sets ("maya|home"): two memories with
   the same key and different content contradict each other, and the newer one wins
   (dreaming). Only attributes that hold one value at a time get a key; others get "".
@@ -71,6 +74,44 @@ def differs_in_substance(a: str, b: str) -> bool:
     if nouns_a and nouns_b and nouns_a != nouns_b:
         return True
     return not _shared_in_order(content_words(a), content_words(b))
+
+
+def subsumes(fuller: str, shorter: str) -> bool:
+    """True when ``shorter`` says nothing ``fuller`` does not: its content words a strict
+    subset of ``fuller``'s, and its numbers and proper nouns among ``fuller``'s ("… a trip to
+    Europe next summer to visit the user's relatives" in "… relatives in Germany, France,
+    and the UK"). Word order is not asked: a fuller restatement reorders ("… watching at
+    least 2 episodes of "The Good Place" every day …" in "… really into "The Good Place"
+    lately - … watching at least 2 episodes every day …"), so the order is asked of
+    :data:`IN_ORDER_SHARE` of its words only: a swapped relation ("I prefer spaces over
+    tabs" in "I prefer tabs over spaces always") keeps fewer in order."""
+    fuller_words, shorter_words = content_words(fuller), content_words(shorter)
+    return (set(shorter_words) < set(fuller_words)
+            and set(_NUMBER.findall(shorter)) <= set(_NUMBER.findall(fuller))
+            and proper_nouns(shorter) <= proper_nouns(fuller)
+            and _in_order(shorter_words, fuller_words) >= IN_ORDER_SHARE * len(shorter_words))
+
+
+IN_ORDER_SHARE = 0.8   # of a subsumed statement's words, the share found in the fuller's order
+
+
+def _in_order(a: list[str], b: list[str]) -> int:
+    """How many of ``a``'s words ``b`` has in the same order (longest common subsequence)."""
+    row = [0] * (len(b) + 1)
+    for word in a:
+        diagonal = 0
+        for j, other in enumerate(b, 1):
+            diagonal, row[j] = row[j], diagonal + 1 if word == other else max(row[j],
+                                                                              row[j - 1])
+    return row[-1]
+
+
+def says_as_much(kept: str, new: str, cosine: float) -> bool:
+    """Whether ``new`` adds nothing to ``kept``: a near duplicate of it, or a close one
+    (the same cosine) that ``kept`` subsumes. A fuller ``new`` is no duplicate: mining
+    keeps it, and dreaming merges the shorter into it."""
+    return near_duplicate(kept, new, cosine) or (cosine >= NEAR_DUPLICATE_COSINE
+                                                 and subsumes(kept, new))
 
 
 def near_duplicate(a: str, b: str, cosine: float) -> bool:
