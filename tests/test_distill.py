@@ -414,6 +414,44 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     assert section_for(memory("I love this genre.", source="user")) is not None
 
 
+@pytest.mark.parametrize(("statement", "offered", "answers"), [
+    ("The user loves the Jungle Adventure theme.",
+     "Here are three themes: a Jungle Adventure theme, an Ocean party, a Superhero day.", True),
+    ("The user likes the ideas, especially the personalized planner.",
+     "A few ideas for her birthday: a personalized planner, marketing books.", True),
+    ("The user loves the Jungle Adventure theme.", "Which theme did you choose?", False),
+    ("The user is a big fan of street food.", "Bangkok is known for its street food.", False),
+    ("The user loves the outdoors.", "Here are some camping tips.", False),
+    ("The user loves Jungle Adventure themes.", "Try a Jungle Adventure theme.", False),
+    ("The user went to the market.", "The market opens at 9.", False),
+])
+def test_a_like_of_what_the_other_side_just_offered_is_told_apart(
+        statement: str, offered: str, answers: bool) -> None:
+    from workers.consolidation.consolidate import answers_an_offer
+
+    assert answers_an_offer(statement, offered) is answers
+
+
+def test_memory_md_leaves_out_a_like_of_what_the_assistant_had_offered(
+        home: Home, tmp_path: Path) -> None:
+    def said(n: int, role: str, text: str) -> dict:
+        return {"session": "s1", "at": f"2023-05-20T10:00:{n:02d}Z", "role": role,
+                "name": role, "text": text, "ref": f"s1:{n}"}
+
+    memory_md = night_over(home, tmp_path, [
+        said(0, "user", "Can you suggest a theme for my twins' fifth birthday party?"),
+        said(1, "assistant", "Sure! Three themes kids love: a Jungle Adventure theme, an "
+                             "Under the Sea theme and a Superhero theme."),
+        said(2, "user", "I love the Jungle Adventure theme! What decorations would fit?"),
+        said(3, "assistant", "Vines, stuffed animals and green balloons."),
+        said(4, "user", "I love hiking in the mountains with my twins."),
+    ])
+    assert "hiking in the mountains" in memory_md           # a taste of the user's own
+    assert "Jungle Adventure" not in memory_md                # a reaction to the offer
+    with open_store(home) as store:   # the memory stays, for recall and the journal
+        assert any("Jungle Adventure theme" in m.content for m in list_memories(store.db))
+
+
 @pytest.mark.parametrize(("statement", "first"), [
     ("Tim loves traveling too. That picture is awesome.", "Tim loves traveling too."),
     ("John moved to St. Louis. It is big.", "John moved to St. Louis."),

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from events import EventLog, Home, NewEvent, streams
@@ -71,7 +71,8 @@ _LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # 
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
-def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | None:
+def section_for(memory: Memory, names: frozenset[str] = frozenset(),
+                offered: Callable[[Memory], str] | None = None) -> str | None:
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
@@ -83,12 +84,17 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     a plan, kept as one when dated), else it is taken as any other statement. A mined
     statement that does not read on its own (:func:`projections.readable.self_contained`:
     "Tim is a huge fan of this genre") joins no section: its journal and recall keep it
-    beside its turn."""
+    beside its turn; nor does a like of what the other side had just offered
+    (:func:`answers_an_offer`; ``offered`` gives the turn before a memory's, by someone
+    else)."""
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content, mined=True):
         return None
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
+    if offered is not None and _LIKED.search(memory.content) \
+            and answers_an_offer(statement_of(memory), offered(memory)):
+        return None
     if memory.subject and (not names or names_its_person(memory.content, names)) \
             and not (_INTENDS.match(bare := without_opening(_LEAD_IN.sub("", memory.content)))
                      or _NEEDS.match(bare) or _SPECULATES.search(first_sentence(bare))):
@@ -104,6 +110,56 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset()) -> str | No
     if _INTENDS.match(text) and _WHEN.search(text):
         return PLANS
     return None
+
+
+# A like whose object is a definite phrase all of whose content words the other side had
+# just said ("The user loves the Jungle Adventure theme", "… likes the hybrid approach", "…
+# loves the ideas", after an assistant's suggestions) answers an offer: a reaction in that
+# conversation, not a taste the person brings to the next one. A taste said in the same
+# words as the topic stays ("… is a big fan of street food": no definite object), and so
+# does one the other side did not name ("… loves the outdoors").
+_LIKED = re.compile(r"\b(?:loves?|likes?|enjoys?|prefers?|adores?|is (?:a (?:big |huge )?fan"
+                    r" of|into))\s+(?P<object>.+)", re.IGNORECASE)
+_DEFINITE = re.compile(r"^(?:the|that|this|these|those|your)\b", re.IGNORECASE)
+
+
+def answers_an_offer(statement: str, offered: str) -> bool:
+    """Whether a like (``statement``) is of something ``offered`` — the turn before it, by
+    the other side — had just named: its object, up to the first clause's end, is a
+    definite phrase and ``offered`` has every content word of it."""
+    found = _LIKED.search(first_sentence(statement))
+    if found is None or not offered:
+        return False
+    thing = _CLAUSE_END.split(found.group("object"), maxsplit=1)[0]
+    words = set(content_words(thing))
+    return bool(_DEFINITE.match(thing)) and bool(words) \
+        and words <= set(content_words(offered))
+
+
+_CLAUSE_END = re.compile(r"[,;:.!?]|\s[-–—]\s")
+
+
+def offers(store: ProjectionStore, memories: Iterable[Memory]) -> Callable[[Memory], str]:
+    """For each mined like among ``memories``, the text of the turn said just before the
+    first turn it cites, in that session, by someone else ("" when there is none): one
+    read of the turns for all of them."""
+    cited = {m.id: m.refs[0] for m in memories
+             if m.source not in NOT_MINED and m.refs and _LIKED.search(m.content)}
+    refs = sorted(set(cited.values()))
+    found: dict[str, str] = {}
+    for at in range(0, len(refs), 400):
+        chunk = refs[at:at + 400]
+        marks = ",".join("?" * len(chunk))
+        for seq, session, name, ref, event_id in store.db.execute(
+                "SELECT seq, session, name, ref, event_id FROM turns"
+                f" WHERE ref IN ({marks}) OR event_id IN ({marks})", chunk + chunk).fetchall():
+            before = store.db.execute("SELECT text FROM turns WHERE session = ? AND seq < ?"
+                                      " AND name <> ? ORDER BY seq DESC LIMIT 1",
+                                      (session, seq, name)).fetchone()
+            for key in (ref, event_id):
+                if key in chunk and key not in found:
+                    found[key] = before[0] if before else ""
+    return lambda memory: found.get(cited.get(memory.id, ""), "")
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
@@ -322,7 +378,8 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
         return []
 
 
-def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory]) -> set[str]:
+def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
+           offered: Callable[[Memory], str]) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
@@ -333,7 +390,7 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory]) 
 
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
     left_out = {m.id for m in active if m.source not in NOT_MINED
-                and section_for(m, names) is None}
+                and section_for(m, names, offered) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
 
@@ -365,7 +422,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     sections = {s.title: s for s in parsed}
     names = speaker_names(store)
     active = list_memories(store.db)
-    stale = _stale(store, names, active)
+    offered = offers(store, active)
+    stale = _stale(store, names, active, offered)
     changed: set[str] = set()
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
@@ -387,7 +445,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = section_for(memory, names) if memory else NOTES
+        title = section_for(memory, names, offered) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
         line = bullet_of(memory) if memory else text
