@@ -61,11 +61,14 @@ def first_sentence(statement: str) -> str:
 
 
 # A discourse marker opening a statement says nothing of the fact ("Unfortunately, Joanna
-# can't have dairy", "As the user mentioned earlier, the user …"): a closed class of words,
-# not an opening that dates or places it ("Last week, …", "In Paris, …")
+# can't have dairy", "As the user mentioned earlier, the user …", "Speaking of running, …",
+# which names the topic the turn came from): a closed class of words, not an opening that
+# dates or places it ("Last week, …", "In Paris, …")
 _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|actually|also"
+                        r"|additionally|in addition|moreover|furthermore|however|of course"
                         r"|anyway|anyways|well|oh|so|plus|besides|by the way|btw|on (?:another"
-                        r"|a (?:different|side|related)) note|speaking of which|as (?:the user"
+                        r"|a (?:different|side|related)) note|speaking of [^,.!?]{1,40}"
+                        r"|as (?:the user"
                         r"|i|[A-Z][\w'’-]*) (?:mentioned|said)(?: (?:earlier|before))?)\s*,\s+"
                         r"(?=\S)", re.IGNORECASE)
 # What follows a statement's main clause and adds no fact to it: a consequence, a reason, a
@@ -84,6 +87,13 @@ _VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")
 _TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_ASIDE}")
 
 
+def without_discourse(text: str) -> str:
+    """``text`` without a discourse marker that opens it ("Additionally, …", "Speaking of
+    running, …")."""
+    text = _DISCOURSE.sub("", text.strip(), count=1)
+    return text[:1].upper() + text[1:]
+
+
 def main_clause(sentence: str, *, value: bool = False) -> str:
     """A sentence without a discourse marker before it and without what follows its main
     clause (see :data:`_TAIL`): "Unfortunately, Joanna can't have dairy, so no ice cream
@@ -91,8 +101,7 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
     which a reason or a relative clause may be the one to say ("… had to stick to chips,
     because Maya is allergic to shellfish", "… a dog, which Maya named Rex"): only a
     consequence (", so …") and a wish, doubt or comment are cut."""
-    text = _DISCOURSE.sub("", sentence.strip(), count=1)
-    text = text[:1].upper() + text[1:]
+    text = without_discourse(sentence)
     found = (_VALUE_TAIL if value else _TAIL).search(text)
     if found and len(text[:found.start()].split()) >= 3:
         text = text[:found.start()].rstrip() + "."

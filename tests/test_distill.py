@@ -491,6 +491,11 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "Melanie is a fan of classical, as well as modern music."),
     ("Last week, Nate won a tournament, which was great.", "Last week, Nate won a tournament."),
     ("Tom and the user would like to go.", "Tom and the user would like to go."),
+    ("Additionally, the user meditates for 10 minutes every morning.",
+     "The user meditates for 10 minutes every morning."),
+    ("Speaking of running, the user runs at least 3 times a week.",
+     "The user runs at least 3 times a week."),   # the topic a turn moved on from
+    ("Of course, Nate loves his turtles.", "Nate loves his turtles."),
 ])
 def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> None:
     """What follows a main clause — a consequence, a comment, the speaker's wish about it —
@@ -498,6 +503,17 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
     from projections.readable import main_clause
 
     assert main_clause(sentence) == kept
+
+
+def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import statement_of
+
+    memory = Memory("m", "user_preference", "Speaking of pets, Ravi got a hamster. Everyone"
+                    " calls him Pudding now.", "fact", "", 0.7, 1.0, [], "active", [],
+                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
+                    "", "ravi|pet")
+    assert statement_of(memory) == "Ravi got a hamster. Everyone calls him Pudding now."
 
 
 def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:

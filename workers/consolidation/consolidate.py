@@ -43,6 +43,7 @@ from projections.readable import (
     first_sentence,
     main_clause,
     self_contained,
+    without_discourse,
     without_opening,
 )
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
@@ -258,7 +259,7 @@ def statement_of(memory: Memory) -> str:
     text = _LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
-        return text
+        return without_discourse(text)
     return main_clause(first, value=bool(memory.subject))
 
 
