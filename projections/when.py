@@ -10,7 +10,8 @@ period holds every candidate.
 Recognised: a day ("9 October 2022", "October 9, 2022", "Oct 9th", "2022-10-09", a day
 and month without a year), a month ("November 2022", "in June"), a year ("in 2023").
 Relative expressions ("last week", "yesterday") are not: they are relative to when the
-question is asked, which recall does not know. Pure: no clock.
+question is asked, which recall does not know. Pure: no clock. :func:`last_day` reads a
+plan's dates from the day it was said (consolidation drops a plan gone by from MEMORY.md).
 """
 from __future__ import annotations
 
@@ -61,6 +62,23 @@ class Period:
             if first <= when <= last:
                 return True
         return False
+
+
+def last_day(text: str, said: dt.date) -> dt.date | None:
+    """The latest day a statement said on ``said`` names, as it meant it: a day or month
+    without a year is its next one from ``said`` ("on January 15th", said in May 2023, is
+    15 January 2024); a month or a year ends on its last day; None when it names none."""
+    days: list[dt.date] = []
+    for period in periods(text):
+        for year in ([period.year] if period.year is not None else [said.year, said.year + 1]):
+            try:
+                end = dt.date(year, *period.end)
+            except ValueError:
+                continue
+            if period.year is not None or end >= said:
+                days.append(end)
+                break
+    return max(days, default=None)
 
 
 def _month_end(month: int) -> int:

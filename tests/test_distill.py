@@ -452,6 +452,50 @@ def test_memory_md_leaves_out_a_like_of_what_the_assistant_had_offered(
         assert any("Jungle Adventure theme" in m.content for m in list_memories(store.db))
 
 
+@pytest.mark.parametrize(("text", "said", "day"), [
+    ("Caroline is going to a conference in July 2023.", "2023-07-03", "2023-07-31"),
+    ("Ann plans a track day on January 15th.", "2023-05-20", "2024-01-15"),  # the next one
+    ("Ann plans a track day on January 15th.", "2023-01-02", "2023-01-15"),
+    ("Ann is planning a trip to Seattle in June.", "2023-05-20", "2023-06-30"),
+    ("Ann will visit on 7 June 2023 and in August 2023.", "2023-05-20", "2023-08-31"),
+    ("Ann is planning a trip next summer.", "2023-05-20", None),
+])
+def test_the_last_day_a_plan_names_is_read_from_when_it_was_said(
+        text: str, said: str, day: str | None) -> None:
+    import datetime as dt
+
+    from projections.when import last_day
+
+    found = last_day(text, dt.date.fromisoformat(said))
+    assert found == (dt.date.fromisoformat(day) if day else None)
+
+
+def test_a_plan_leaves_memory_md_once_its_day_is_gone_by(home: Home, tmp_path: Path) -> None:
+    """By the log's own time, on the next consolidation; a week's grace."""
+    def said(at: str, text: str, n: int) -> dict:
+        return {"session": f"s{n}", "at": at, "role": "user", "name": "Ann", "text": text,
+                "ref": f"s{n}:0"}
+
+    plan = "I'm going to a transgender conference in July 2023."
+    first = night_over(home, tmp_path, [said("2023-07-03T10:00:00Z", plan, 1)])
+    assert "conference in July 2023" in first                          # still ahead
+    write_transcript(tmp_path / "later.jsonl", [
+        said("2023-08-05T10:00:00Z", "My sister Lena is visiting next week.", 2)])
+    run("import", str(tmp_path / "later.jsonl"))
+    for command in ("mine", "dream", "consolidate"):
+        run(command)
+    within_grace = (home.memory_dir / "MEMORY.md").read_text()
+    assert "conference in July 2023" in within_grace                   # 31 July + 7 days
+    write_transcript(tmp_path / "later2.jsonl", [
+        said("2023-10-22T10:00:00Z", "I adopted a cat called Miso.", 3)])
+    run("import", str(tmp_path / "later2.jsonl"))
+    for command in ("mine", "dream", "consolidate"):
+        run(command)
+    gone = (home.memory_dir / "MEMORY.md").read_text()
+    assert "conference in July 2023" not in gone
+    assert "July 2023" in "".join(p.read_text() for p in home.memory_dir.glob("2023-07-*.md"))
+
+
 @pytest.mark.parametrize(("statement", "first"), [
     ("Tim loves traveling too. That picture is awesome.", "Tim loves traveling too."),
     ("John moved to St. Louis. It is big.", "John moved to St. Louis."),

@@ -24,13 +24,14 @@ Every earlier MEMORY.md stays in the log: :func:`workers.consolidation.history.v
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from events import EventLog, Home, NewEvent, streams
+from events import EventLog, Home, NewEvent, clock, streams
 from events.clock import from_iso
 from events.config import LLMConfig, load_config
 from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE
@@ -49,7 +50,9 @@ from projections.readable import (
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
+from projections.when import last_day
 
+from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
@@ -73,7 +76,8 @@ _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
 def section_for(memory: Memory, names: frozenset[str] = frozenset(),
-                offered: Callable[[Memory], str] | None = None) -> str | None:
+                offered: Callable[[Memory], str] | None = None,
+                today: dt.date | None = None) -> str | None:
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
@@ -87,7 +91,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     "Tim is a huge fan of this genre") joins no section: its journal and recall keep it
     beside its turn; nor does a like of what the other side had just offered
     (:func:`answers_an_offer`; ``offered`` gives the turn before a memory's, by someone
-    else)."""
+    else), nor a plan whose day is gone by ``today`` (the log's own time: its journal
+    keeps it, MEMORY.md says what is current)."""
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content, mined=True):
         return None
@@ -109,7 +114,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if _KIN.match(text):
         return PEOPLE
     if _INTENDS.match(text) and _WHEN.search(text):
-        return PLANS
+        return None if today is not None and _gone_by(memory, today) else PLANS
     return None
 
 
@@ -161,6 +166,20 @@ def offers(store: ProjectionStore, memories: Iterable[Memory]) -> Callable[[Memo
                 if key in chunk and key not in found:
                     found[key] = before[0] if before else ""
     return lambda memory: found.get(cited.get(memory.id, ""), "")
+
+
+PLAN_GRACE = dt.timedelta(days=7)   # "on May 22nd and 29th" names only the 22nd it reads
+
+
+def _gone_by(plan: Memory, today: dt.date) -> bool:
+    """Whether the last day ``plan`` names (:func:`projections.when.last_day`, from the day
+    it was said) is more than :data:`PLAN_GRACE` before ``today``."""
+    try:
+        said = from_iso(plan.created_at).date()
+    except ValueError:
+        return False
+    day = last_day(plan.content, said)
+    return day is not None and day + PLAN_GRACE < today
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
@@ -380,7 +399,7 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 
 
 def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
-           offered: Callable[[Memory], str]) -> set[str]:
+           offered: Callable[[Memory], str], today: dt.date | None) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
@@ -391,7 +410,7 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
     left_out = {m.id for m in active if m.source not in NOT_MINED
-                and section_for(m, names, offered) is None}
+                and section_for(m, names, offered, today) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
 
@@ -417,14 +436,16 @@ def _restated(active: list[Memory]) -> dict[str, str]:
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
-          report: ConsolidationReport) -> tuple[list[str], list[Section], set[str]]:
-    """The deterministic merge; returns (head, sections, titles of changed sections)."""
+          report: ConsolidationReport, today: dt.date | None = None
+          ) -> tuple[list[str], list[Section], set[str]]:
+    """The deterministic merge on ``today`` (the log's own time); returns (head, sections,
+    titles of changed sections)."""
     head, parsed = parse(current)
     sections = {s.title: s for s in parsed}
     names = speaker_names(store)
     active = list_memories(store.db)
     offered = offers(store, active)
-    stale = _stale(store, names, active, offered)
+    stale = _stale(store, names, active, offered, today)
     changed: set[str] = set()
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
@@ -446,7 +467,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = section_for(memory, names, offered) if memory else NOTES
+        title = section_for(memory, names, offered, today) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
         line = bullet_of(memory) if memory else text
@@ -502,7 +523,8 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
         current = read_long_term(store.db)
         report.entries, report.before_chars = len(entries), len(current)
         report.journals = sorted({e[2] for e in entries})
-        head, sections, changed = merge(store, current, entries, report)
+        today = log_now(log, clock.now()).date()
+        head, sections, changed = merge(store, current, entries, report, today)
         events: list[NewEvent] = []
         if changed and spec.uses_model:
             llm = load_config(home).llm
