@@ -30,7 +30,8 @@ def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
 
 
 def night_over(home: Home, tmp_path: Path, turns: list[dict]) -> str:
-    """MEMORY.md after ``turns`` are imported and a night runs, command by command."""
+    """MEMORY.md after ``turns`` are imported (beside any imported before) and a night runs,
+    command by command."""
     write_transcript(tmp_path / "t.jsonl", turns)
     run("import", str(tmp_path / "t.jsonl"))
     for command in ("mine", "dream", "consolidate"):
@@ -479,18 +480,10 @@ def test_a_plan_leaves_memory_md_once_its_day_is_gone_by(home: Home, tmp_path: P
     plan = "I'm going to a transgender conference in July 2023."
     first = night_over(home, tmp_path, [said("2023-07-03T10:00:00Z", plan, 1)])
     assert "conference in July 2023" in first                          # still ahead
-    write_transcript(tmp_path / "later.jsonl", [
+    within_grace = night_over(home, tmp_path, [
         said("2023-08-05T10:00:00Z", "My sister Lena is visiting next week.", 2)])
-    run("import", str(tmp_path / "later.jsonl"))
-    for command in ("mine", "dream", "consolidate"):
-        run(command)
-    within_grace = (home.memory_dir / "MEMORY.md").read_text()
     assert "conference in July 2023" in within_grace                   # 31 July + 7 days
-    write_transcript(tmp_path / "later2.jsonl", [
-        said("2023-10-22T10:00:00Z", "I adopted a cat called Miso.", 3)])
-    run("import", str(tmp_path / "later2.jsonl"))
-    for command in ("mine", "dream", "consolidate"):
-        run(command)
+    night_over(home, tmp_path, [said("2023-10-22T10:00:00Z", "I adopted a cat called Miso.", 3)])
     gone = (home.memory_dir / "MEMORY.md").read_text()
     assert "conference in July 2023" not in gone
     assert "July 2023" in "".join(p.read_text() for p in home.memory_dir.glob("2023-07-*.md"))
