@@ -249,12 +249,15 @@ _INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is plannin
 _SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be)\b", re.IGNORECASE)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
 # considering the swim membership", "… is interested in trying the rice bowl", "… has been
-# meaning to try out some bike accessories"): no state of the person's, and no plan
+# meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
+# the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
+# "… never knew there were so many coffee options"): no state of the person's, and no plan
 _NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
                     r"|particularly|very|also|definitely|actually|seriously|still|now|even"
                     r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
                     r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
-                    r"|interested in \w+ing|meaning to))\b")
+                    r"|interested in \w+ing|meaning to|wanting to)|needs? to|(?:has|had) heard"
+                    r"|never knew)\b")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
