@@ -477,6 +477,25 @@ def test_the_last_day_a_plan_names_is_read_from_when_it_was_said(
     assert found == (dt.date.fromisoformat(day) if day else None)
 
 
+def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
+    import datetime as dt
+
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import section_for
+
+    def mined(text: str, type_: str) -> Memory:
+        return Memory("m", type_, text, "fact", "", 0.7, 1.0, [], "active", [],
+                      "2023-05-20T10:00:00Z", "2023-05-20T10:00:00Z", "s", ["r"], "heuristic",
+                      "")
+
+    shop = mined("The user is planning to shop at Publix in the week of 22 May 2023.",
+                 "project_fact")
+    assert section_for(shop, today=dt.date(2023, 5, 25)) == "Projects"
+    assert section_for(shop, today=dt.date(2023, 7, 1)) is None
+    habit = mined("The user shops at Publix every Sunday since May 2023.", "workflow")
+    assert section_for(habit, today=dt.date(2024, 7, 1)) == "Workflows"   # no plan
+
+
 def test_a_plan_leaves_memory_md_once_its_day_is_gone_by(home: Home, tmp_path: Path) -> None:
     """By the log's own time, on the next consolidation; a week's grace."""
     def said(at: str, text: str, n: int) -> dict:

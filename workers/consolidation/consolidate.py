@@ -96,6 +96,9 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content, mined=True):
         return None
+    if mined and today is not None and _INTENDS.match(_LEAD_IN.sub("", memory.content)) \
+            and _gone_by(memory, today):
+        return None       # a plan of any kind ("… to shop at Publix in the week of …")
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if offered is not None and _LIKED.search(memory.content) \
@@ -114,7 +117,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if _KIN.match(text):
         return PEOPLE
     if _INTENDS.match(text) and _WHEN.search(text):
-        return None if today is not None and _gone_by(memory, today) else PLANS
+        return PLANS
     return None
 
 
