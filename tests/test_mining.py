@@ -169,6 +169,8 @@ def test_a_habit_is_a_workflow_and_a_thought_with_never_or_always_is_not() -> No
     assert type_of("I usually do a warm-up before playing.") == "workflow"
     assert type_of("I never realized how much the compass changed trade.") is None
     assert type_of("I always wanted to see the fjords.") is None
+    assert type_of("I always feel like I'm walking on eggshells with papers.") is None
+    assert type_of("I always struggle with staying consistent.") is None
 
 
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,

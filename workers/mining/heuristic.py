@@ -63,10 +63,13 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
     (_p(r"\b(?:i|we)(?:'ve| have)? decided\b|\bwe agreed\b|\bi chose\b|\bi plan to\b"
         r"|\b(?:i|we)(?:'re| are|'m| am) going to\b|\bi(?:'m| am) planning\b"),
      PROJECT_FACT.name, "recommendation", 0.6),
-    # a habit, not a thought ("I never realized …", "I always wanted to …")
+    # a habit, not a thought or a feeling ("I never realized …", "I always wanted to …",
+    # "I always feel like I'm walking on eggshells", "I always struggle with …")
     (_p(r"\bi (?:always|usually|never|often|normally)\b(?! (?:realized|realised|knew|thought"
         r"|expected|imagined|noticed|considered|heard|understood|wanted|dreamed|dreamt"
-        r"|wondered|felt|believed)\b)|\bevery (?:day|morning|evening|week|night|weekend)\b"),
+        r"|wondered|felt|believed|feel|think|wonder|worry|struggle|assume|assumed|wish|hope"
+        r"|know|want|believe)\b)"
+        r"|\bevery (?:day|morning|evening|week|night|weekend)\b"),
      WORKFLOW.name, "pattern", 0.6),
     (_p(r"\bi (?:use|am using|'m using|switched to|run)\b"), TOOL_USE.name, "pattern", 0.6),
     (_p(r"\bi (?:just |recently |finally |also )?(?:went|started|joined|finished|adopted|bought"
