@@ -161,3 +161,17 @@ def test_an_interjection_before_a_dash_or_colon_is_no_part_of_the_statement() ->
             ] == ["Melanie got a puppy.", "Melanie named her Coco."]
     assert [s.text for s in statements(turn("Guess what I play on weekends now: chess."))] == [
         "Guess what Melanie plays on weekends now: chess."]
+
+
+@pytest.mark.parametrize(("statement", "event"), [
+    ("Melanie celebrated her daughter's birthday with a concert.", True),
+    ("The user bought a used car.", True),
+    ("The user also loves drinking iced coffee.", False),       # an adjective, no verb
+    ("Maya loves the mixed berry tart.", False),
+    ("The user has worked as a nurse for years.", False),       # a state: the perfect
+])
+def test_an_event_is_told_in_the_past_tense_of_its_first_verb(statement: str,
+                                                               event: bool) -> None:
+    from workers.mining.statements import is_event
+
+    assert is_event(statement) is event

@@ -276,6 +276,9 @@ _DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\
 _STATE_PAST = frozenset("""named called married interested excited based used tired engaged
 retired obsessed scared allergic divorced adopted located""".split())
 _PERFECT = frozenset("has have had is are 's been".split())
+# a word before which an "-ed" word is an adjective, no verb ("loves drinking iced coffee",
+# "bought a used car", "the user's mixed feelings")
+_BEFORE_ADJECTIVE = frozenset("a an the my his her their our your its some".split())
 
 
 def is_event(statement: str) -> bool:
@@ -289,8 +292,10 @@ def is_event(statement: str) -> bool:
     for i, word in enumerate(words):
         if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
             return False
+        before = words[i - 1] if i else ""
         past = word in _IRREGULAR_PAST or word in ("was", "were") or (
-            word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST)
+            word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST
+            and before not in _BEFORE_ADJECTIVE and not before.endswith(("ing", "'s")))
         if past:
             return not (i and words[i - 1] in _PERFECT)
     return False
