@@ -9,7 +9,7 @@ import pytest
 from events import EventLog, Home
 from events.transcript import import_file
 from projections import open_store
-from projections.memories import list_memories
+from projections.memories import Memory, list_memories
 from projections.vector_cache import pending_count
 from workers.eval.changed_facts import generate
 from workers.eval.dataset import write_layout
@@ -27,6 +27,13 @@ def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
     """``model_home`` with embedding on (conftest turns it off by default)."""
     monkeypatch.delenv("DIARIST_NO_EMBED", raising=False)
     return model_home
+
+
+def mined_line(text: str, subject: str = "", *, type_: str = "user_preference",
+               source: str = "heuristic", at: str = "2023-07-06T00:00:00Z") -> Memory:
+    """A mined memory as consolidation reads it."""
+    return Memory("m", type_, text, "fact", "", 0.7, 1.0, [], "active", [], at, at, "s", ["r"],
+                  source, "", subject)
 
 
 def night_over(home: Home, tmp_path: Path, turns: list[dict]) -> str:
@@ -119,6 +126,15 @@ def test_pets_and_vehicles_have_a_current_value_per_kind(exported_model: Path) -
     assert not any(c.needs_attribute for c in out)
     assert [c.content for c in with_attributes(candidates, ["Ravi"] * 5, None)] == [
         c.content for c in candidates if not c.needs_attribute]
+
+
+def test_a_deadline_is_a_day_so_a_statement_naming_none_sets_none(
+        exported_model: Path) -> None:
+    candidates = [Candidate("user_preference", "Sam's thesis is due on the 3rd.", turns=[1]),
+                  Candidate("user_preference", "Sam has got a mix of work and personal tasks,"
+                            " and some of them do have deadlines.", turns=[2])]
+    out = with_attributes(candidates, ["Sam", "Sam"], classifier(exported_model))
+    assert [c.subject for c in out] == ["sam|deadline", ""]
 
 
 def test_a_replacement_of_a_known_value_needs_less_certainty(exported_model: Path) -> None:
@@ -316,31 +332,25 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("The user likes the sound of building a mosaic.", None),
     ("The user likes the sound of Crash Course.", None),
     ("The user likes the schedule so far.", None),                   # a verdict for now
+    ("The user loves the list, thanks.", None),               # thanks: a reaction to it
+    ("Caroline is going to a pride parade in August 2023.", "Plans"),
+    # the plan's line is its first sentence: a later sentence's month is not its when
+    ("Caroline will bring plenty of ice. Caroline loved the picnic in June.", None),
 ])
 def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
         statement: str, section: str | None) -> None:
-    from projections.memories import Memory
     from workers.consolidation.consolidate import section_for
 
-    memory = Memory("m", "user_preference", statement, "fact", "", 0.7, 1.0, [], "active", [],
-                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
-                    "")
-    assert section_for(memory) == section
+    assert section_for(mined_line(statement)) == section
 
 
 def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
-    from projections.memories import Memory
     from workers.consolidation.consolidate import section_for
 
-    def memory(text: str) -> Memory:
-        return Memory("m", "user_preference", text, "fact", "", 0.7, 1.0, [], "active", [],
-                      "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"],
-                      "heuristic", "")
-
     names = frozenset({"nate", "joanna", "the"})
-    assert section_for(memory("Nate loves sci-fi movies."), names) == "Preferences"
-    assert section_for(memory("Looks like Nate loves a break."), names) is None
-    assert section_for(memory("Sharing Nate's love for desserts is fun."), names) is None
+    assert section_for(mined_line("Nate loves sci-fi movies."), names) == "Preferences"
+    assert section_for(mined_line("Looks like Nate loves a break."), names) is None
+    assert section_for(mined_line("Sharing Nate's love for desserts is fun."), names) is None
 
 
 @pytest.mark.parametrize(("statement", "alone"), [
@@ -400,25 +410,44 @@ def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None
 
 
 def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> None:
-    from projections.memories import Memory
     from workers.consolidation.consolidate import section_for
 
-    def memory(text: str, subject: str = "", source: str = "heuristic") -> Memory:
-        return Memory("m", "user_preference", text, "fact", "", 0.7, 1.0, [], "active", [],
-                      "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], source,
-                      "", subject)
-
-    assert section_for(memory("Tim is a huge fan of this genre.")) is None
-    assert section_for(memory("Tim has been using this app.", "tim|language")) is None
-    assert section_for(memory("Tim codes in Rust now.", "tim|language")) == "Profile"
+    assert section_for(mined_line("Tim is a huge fan of this genre.")) is None
+    assert section_for(mined_line("Tim has been using this app.", "tim|language")) is None
+    assert section_for(mined_line("Tim codes in Rust now.", "tim|language")) == "Profile"
     # a need, a wish, hearsay is no current value, whatever attribute the classifier heard
     for said in ("The user needs to restock the tackle box.",
                  "The user has been wanting to try making croissants for ages.",
                  "The user has heard great things about Memphis-style BBQ.",
                  "The user never knew there were so many coffee options."):
-        assert section_for(memory(said, "user|hobby")) is None, said
+        assert section_for(mined_line(said, "user|hobby")) is None, said
+    # a tally "so far" changes as it goes
+    assert section_for(mined_line("The user has earned 10 stamps so far.",
+                                  "user|favourite drink")) is None
     # a person's own note is theirs to word as they like
-    assert section_for(memory("I love this genre.", source="user")) is not None
+    assert section_for(mined_line("I love this genre.", source="user")) is not None
+
+
+@pytest.mark.parametrize(("statement", "subject", "section"), [
+    # one happening is no taste: its day's journal keeps it
+    ("The user attended a cocktail-making class and learned to make a Daiquiri.",
+     "user|favourite drink", None),
+    ("The user served up grilled meats and veggies at the last backyard barbecue.",
+     "user|favourite food", None),
+    ("The user twisted an ankle playing basketball.", "user|sport", None),
+    ("The user invested in a new tent for the camping setup.", "user|hobby", None),
+    # taking up, dropping or changing a taste is what sets one
+    ("The user took up climbing.", "user|hobby", "Profile"),
+    ("The user switched to decaf.", "user|favourite drink", "Preferences"),
+    ("The user loves drinking iced coffee.", "user|favourite drink", "Preferences"),
+    # a happening does set what is no taste
+    ("The user got a golden retriever puppy named Max.", "user|dog", "Profile"),
+])
+def test_a_taste_s_current_value_is_no_single_happening(
+        statement: str, subject: str, section: str | None) -> None:
+    from workers.consolidation.consolidate import section_for
+
+    assert section_for(mined_line(statement, subject), frozenset({"the"})) == section
 
 
 @pytest.mark.parametrize(("statement", "offered", "answers"), [
@@ -480,13 +509,10 @@ def test_the_last_day_a_plan_names_is_read_from_when_it_was_said(
 def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
     import datetime as dt
 
-    from projections.memories import Memory
     from workers.consolidation.consolidate import section_for
 
     def mined(text: str, type_: str) -> Memory:
-        return Memory("m", type_, text, "fact", "", 0.7, 1.0, [], "active", [],
-                      "2023-05-20T10:00:00Z", "2023-05-20T10:00:00Z", "s", ["r"], "heuristic",
-                      "")
+        return mined_line(text, type_=type_, at="2023-05-20T10:00:00Z")
 
     shop = mined("The user is planning to shop at Publix in the week of 22 May 2023.",
                  "project_fact")
@@ -568,13 +594,10 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
 
 
 def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
-    from projections.memories import Memory
     from workers.consolidation.consolidate import statement_of
 
-    memory = Memory("m", "user_preference", "Speaking of pets, Ravi got a hamster. Everyone"
-                    " calls him Pudding now.", "fact", "", 0.7, 1.0, [], "active", [],
-                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
-                    "", "ravi|pet")
+    memory = mined_line("Speaking of pets, Ravi got a hamster. Everyone calls him Pudding now.",
+                        "ravi|pet")
     assert statement_of(memory) == "Ravi got a hamster. Everyone calls him Pudding now."
 
 
@@ -617,16 +640,16 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     ("Mike, who lives in Leeds, might have some cravings that the user can satisfy.", False),
     ("The user is excited to try out the lap swimming at the club.", False),  # a wish
     ("The user has been meaning to try out some new bike accessories.", False),
+    # an intention after an opening that does not name the person is one all the same
+    ("Back to refill options - the user will look into those brands.", False),
+    ("Sophia and the user might want to take a stroll after coffee.", False),  # a guess
+    ("Speaking of pets, Maria has a new kitten.", True),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:
     """The classifier hears an attribute in a sentence that only mentions a person ("Pets
     have a way of brightening Joanna's days": a pet): such a line is no fact about them."""
-    from projections.memories import Memory
     from workers.consolidation.consolidate import section_for
 
     names = frozenset({"ravi", "joanna", "melanie", "maria", "caroline", "the"})
-    memory = Memory("m", "user_preference", statement, "fact", "", 0.7, 1.0, [], "active", [],
-                    "2023-07-06T00:00:00Z", "2023-07-06T00:00:00Z", "s", ["r"], "heuristic",
-                    "", "someone|pet")
-    assert (section_for(memory, names) == "Profile") is profile
+    assert (section_for(mined_line(statement, "someone|pet"), names) == "Profile") is profile

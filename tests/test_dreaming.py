@@ -106,6 +106,27 @@ def test_a_second_hobby_adds_and_only_an_announced_change_replaces(home: Home) -
     assert {"nuts", "shell"} <= set(left)
 
 
+def test_only_a_statement_of_a_current_value_replaces_one(home: Home) -> None:
+    """What MEMORY.md would not show as a value (an intention, a need, a tally so far, one
+    happening of a taste) neither replaces a value nor is replaced: the statement of it
+    said last does."""
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("home", "Ann moved to Leeds.", subject="ann|home"),
+              m("tea", "Ann drinks green tea every morning.", subject="ann|favourite drink"))
+        mined(log, T0 + 9 * DAY,
+              m("shops", "Ann will check out some stores near her new place.",
+                subject="ann|home"),
+              m("cocktail", "Ann attended a cocktail-making class.",
+                subject="ann|favourite drink"),
+              m("stamps", "Ann has earned 10 stamps so far.", subject="ann|favourite drink"))
+    assert dream(home, now=T0 + 10 * DAY).superseded == 0
+    assert {"home", "tea", "shops", "cocktail", "stamps"} <= set(active(home))
+    with EventLog(home.events_db) as log:
+        mined(log, T0 + 20 * DAY, m("york", "Ann lives in York now.", subject="ann|home"))
+    dream(home, now=T0 + 21 * DAY)
+    assert active(home)["york"].supersedes == ["home"]
+
+
 def test_heuristic_subjects_make_a_move_supersede_an_old_home() -> None:
     def memory(content: str) -> Memory:
         return Memory("x", "workspace_profile", content, "", "", 0.7, 1.0, [], "active", [],

@@ -45,7 +45,6 @@ from projections.readable import (
     main_clause,
     self_contained,
     without_discourse,
-    without_opening,
 )
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
 from projections.secrets import scrub
@@ -58,6 +57,16 @@ from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import is_event
 from ..mining.text import content_words, grounded, normal
+from ..mining.values import (
+    INTENDS,
+    LEAD_IN,
+    NEEDS,
+    SO_FAR,
+    WHO,
+    first_word,
+    speaker_names,
+    states_a_value,
+)
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 
@@ -69,9 +78,6 @@ PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
 # in registry order, plans, notes
 ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
-# a short headline before a colon, then the statement ("Big news: Maya moved …"); not
-# "Guess what Maya does now: pottery", where the value follows the colon
-_LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
@@ -84,40 +90,39 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     current value (it has a subject key), or says a like, a relationship or a dated plan of
     the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
-    a statement must begin with one of them, and a current value must name its person
-    (:func:`names_its_person`) and say no intention ("Maria is off to bake some cakes":
-    a plan, kept as one when dated), else it is taken as any other statement. A mined
-    statement that does not read on its own (:func:`projections.readable.self_contained`:
-    "Tim is a huge fan of this genre") joins no section: its journal and recall keep it
-    beside its turn; nor does a like of what the other side had just offered
-    (:func:`answers_an_offer`; ``offered`` gives the turn before a memory's, by someone
-    else), nor a plan whose day is gone by ``today`` (the log's own time: its journal
-    keeps it, MEMORY.md says what is current)."""
+    a statement must begin with one of them; a current value must say one
+    (:func:`..mining.values.states_a_value`: it names its person and is no intention —
+    "Maria is off to bake some cakes", a plan, kept as one when dated —, need, guess,
+    tally "so far" nor, of a taste, one happening), else it is taken as any other
+    statement. A mined statement that does not read on its own
+    (:func:`projections.readable.self_contained`: "Tim is a huge fan of this genre") joins
+    no section: its journal and recall keep it beside its turn; nor does a like of what
+    the other side had just offered (:func:`answers_an_offer`; ``offered`` gives the turn
+    before a memory's, by someone else) or thanks for it, nor a plan whose day is gone by
+    ``today`` (the log's own time: its journal keeps it, MEMORY.md says what is current)."""
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content, mined=True):
         return None
-    if mined and today is not None and _INTENDS.match(_LEAD_IN.sub("", memory.content)) \
+    if mined and today is not None and INTENDS.match(LEAD_IN.sub("", memory.content)) \
             and _gone_by(memory, today):
         return None       # a plan of any kind ("… to shop at Publix in the week of …")
     if not mined or memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
-    if offered is not None and _LIKED.search(memory.content) \
-            and answers_an_offer(statement_of(memory), offered(memory)):
-        return None
-    if memory.subject and (not names or names_its_person(memory.content, names)) \
-            and not (_INTENDS.match(bare := without_opening(_LEAD_IN.sub("", memory.content)))
-                     or _NEEDS.match(bare) or _SPECULATES.search(first_sentence(bare))):
+    if _LIKED.search(memory.content) and (_THANKS.search(first_sentence(memory.content)) or (
+            offered is not None and answers_an_offer(statement_of(memory), offered(memory)))):
+        return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
+    if memory.subject and states_a_value(memory, names):
         return PREFERENCE.section if _PREFERENCE_KEY.search(memory.subject) \
             else PROFILE.section
     text = memory.content
-    if is_event(text) or (names and _first_word(text) not in names) or _NEEDS.match(text):
+    if is_event(text) or (names and first_word(text) not in names) or NEEDS.match(text):
         return None
     if _LIKES.match(text):
         return PREFERENCE.section
     if _KIN.match(text):
         return PEOPLE
-    if _INTENDS.match(text) and _WHEN.search(text):
-        return PLANS
+    if INTENDS.match(text) and _WHEN.search(first_sentence(text)):
+        return PLANS      # its when in the sentence the line shows, not a later one
     return None
 
 
@@ -129,6 +134,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
 # does one the other side did not name ("… loves the outdoors").
 _LIKED = re.compile(r"\b(?:loves?|likes?|enjoys?|prefers?|adores?|is (?:a (?:big |huge )?fan"
                     r" of|into))\s+(?P<object>.+)", re.IGNORECASE)
+# thanks in a like's own sentence: it answers what the other side gave
+_THANKS = re.compile(r"\b(?:thanks|thank you)\b", re.IGNORECASE)
 _DEFINITE = re.compile(r"^(?:the|that|this|these|those|your)\b", re.IGNORECASE)
 
 
@@ -185,82 +192,28 @@ def _gone_by(plan: Memory, today: dt.date) -> bool:
     return day is not None and day + PLAN_GRACE < today
 
 
-_NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
-
-
-def names_its_person(text: str, names: frozenset[str]) -> bool:
-    """Whether a current value's first sentence names a speaker as one who does or is
-    something — a name that is no possessive ("… the parrot Ravi adopted"), or one that
-    opens it ("Ravi's cat has been renamed Mochi"), or "the user" — rather than mentioning
-    them in passing, where the attribute the classifier heard is no fact about them ("Pets
-    have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
-    part")."""
-    first = first_sentence(_LEAD_IN.sub("", " ".join(text.split())))
-    if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
-        return True
-    names = names - {"the"}     # "the" stands for "The user", found above
-    words = _NAME_WORD.findall(first)
-    if words and _first_word(words[0]) in names:
-        return True
-    return any(w.casefold() in names for w in words[1:] if w[0].isupper())
-
-
-def _first_word(text: str) -> str:
-    first = text.split(maxsplit=1)[0] if text.split() else ""
-    return re.sub(r"(?:'s?|’s?)$", "", first).casefold()
-
-
-def speaker_names(store: ProjectionStore) -> frozenset[str]:
-    """The first names of the home's speakers, casefolded, and "the" (for "The user");
-    none when the home has no turns (then no statement is checked for a name)."""
-    rows = [r[0] for r in store.db.execute("SELECT DISTINCT name FROM turns") if r[0]
-            and r[0].strip()]
-    return frozenset({"the"} | {_first_word(name) for name in rows}) if rows else frozenset()
-
-
 # A mined statement joins MEMORY.md when it *says* a like, a relationship or a dated plan
 # of the person it names — the verb right after the subject — not when such a word is
 # anywhere in it ("… so much love and support …": after a night over a LoCoMo conversation
 # that rule put ~75 of its statements in MEMORY.md, most of them a day's feelings).
-_WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|What|Everyone"
-        r"|Everything|Nothing|Something|Seeing|Being|Having|Making)\b)"
-        r"(?:The user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)(?:'s?|’s?)?\s+"
-        r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
 # Not a like: a reaction to what was just proposed ("The user likes the idea of a content
 # calendar", "… loves the sound of that recipe"), the other side's suggestion, not the
 # person's own taste ("loves the sound of rain" is one); nor a verdict "so far" ("likes the
 # schedule so far"), which lasts only as long as the thing it judges.
-_LIKES = re.compile(_WHO + r"(?!.*\bso far\b)"
+_LIKES = re.compile(WHO + rf"(?!.*{SO_FAR.pattern})"
                     r"(?:(?:loves?|likes?|enjoys?|prefers?|hates?|dislikes?|adores?"
                     r"|can't stand|can’t stand)\b(?! (?:the )?(?:(?:idea|thought|suggestion)s?"
                     r" of|(?:sound|look)s? of (?:(?:that|this|these|those|it|your|\w+ing)\b"
                     r"|(?:the )?[A-Z])))"
                     r"|(?:is (?:a (?:big |huge )?fan of|allergic|vegetarian|vegan|into)"
                     r"|favou?rite)\b)")
-_KIN = re.compile(_WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
+_KIN = re.compile(WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
                   r"|brother|mother|father|mom|mum|dad|son|daughter|kids|children|grandma"
                   r"|grandpa|grandmother|grandfather|best friend|cousin|aunt|uncle|niece"
                   r"|nephew|dog|cat|pet|puppy|kitten)\b|(?:has|got) (?:a|an|two|three|four"
                   r"|five|\d+) (?:\w+ )?(?:kids?|children|sons?|daughters?|sisters?|brothers?"
                   r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
                   r"|(?:named|called) )")
-_INTENDS = re.compile(_WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
-                      r"|hopes? to|wants? to|is (?:about|due|off) to|(?:is|are) (?:(?:really"
-                      r"|so|very|also) )*(?:excited|eager|keen) to|(?:is|are) (?:(?:really|so"
-                      r"|very|also) )*looking forward to)\b")
-# A guess is no current value: "Mike … might have some specific cravings"
-_SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be)\b", re.IGNORECASE)
-# A wish or a need ("… is looking for a moving company", "… would like to know", "… is
-# considering the swim membership", "… is interested in trying the rice bowl", "… has been
-# meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
-# the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
-# "… never knew there were so many coffee options"): no state of the person's, and no plan
-_NEEDS = re.compile(_WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
-                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
-                    r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
-                    r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
-                    r"|interested in \w+ing|meaning to|wanting to)|needs? to|(?:has|had) heard"
-                    r"|never knew)\b")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
@@ -281,7 +234,7 @@ def statement_of(memory: Memory) -> str:
     ("…, because Maya is allergic to shellfish")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
-    text = _LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
+    text = LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
         return without_discourse(text)
@@ -423,7 +376,7 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence."""
-    text = _LEAD_IN.sub("", _plain(memory.content))
+    text = LEAD_IN.sub("", _plain(memory.content))
     return memory.content, text, first_sentence(text)
 
 

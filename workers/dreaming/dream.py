@@ -13,7 +13,9 @@ same time decides the same.
    highest confidence and the latest time said. Merged ones become ``superseded``.
 2. **Resolve conflicts** (``MemorySuperseded``): memories with the same subject key (who
    and which single-valued attribute, :func:`workers.mining.text.subject_key`, or the
-   subject a model named) but different content contradict each other, as far as the
+   subject a model named) that say a current value (:func:`workers.mining.values.
+   states_a_value`, the test MEMORY.md applies: "… will check out stores near the new
+   place" replaces no home) but different content contradict each other, as far as the
    attribute's ``change`` says (:mod:`workers.mining.attributes`): for one held at a time,
    among the credible ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then
    the more confident, then by source as above, and the others are superseded by it;
@@ -71,6 +73,7 @@ from ..mining.text import (
     subject_key,
     subsumes,
 )
+from ..mining.values import speaker_names, states_a_value
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .similarity import near_pairs
@@ -215,12 +218,12 @@ def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tup
     return events, gone, said
 
 
-def _conflicts(memories: list[Memory], said: dict[str, str],
-               report: DreamReport) -> tuple[list[NewEvent], set[str]]:
+def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport,
+               names: frozenset[str] = frozenset()) -> tuple[list[NewEvent], set[str]]:
     by_subject: dict[str, list[Memory]] = {}
     for memory in memories:
         subject = subject_of(memory)
-        if subject:
+        if subject and states_a_value(memory, names):
             by_subject.setdefault(subject, []).append(memory)
     events: list[NewEvent] = []
     gone: set[str] = set()
@@ -323,7 +326,8 @@ def dream(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
             merges, gone, said = _merges(memories, groups, report)
             step(1)
             remaining = [m for m in memories if m.id not in gone]
-            conflicts, superseded = _conflicts(remaining, said, report)
+            conflicts, superseded = _conflicts(remaining, said, report,
+                                               speaker_names(store))
             step(1)
             remaining = [m for m in remaining if m.id not in superseded]
             decay = _fade(log, remaining, said, now, config.dreaming.half_life_days,

@@ -51,13 +51,15 @@ class Attribute:
     relates to the older ones (:data:`REPLACES`, :data:`ANNOUNCED`, :data:`ADDS`): a person
     lives in one place and has one job, but takes up a second hobby beside the first, and
     a new allergy is one more, not one instead (dropping a true allergy on a guess would
-    be the worst mistake memory could make)."""
+    be the worst mistake memory could make). ``dated``: the value is a day, so a statement
+    that names none sets none ("some of the user's tasks have deadlines")."""
 
     key: str
     label: str
     examples: tuple[str, ...]
     kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
     change: str = REPLACES
+    dated: bool = False
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -209,7 +211,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone's deadline is Friday.", "The project is due at the end of March.",
         "Someone's thesis deadline moved to June.", "Someone must submit the report by May.",
         "The launch date was pushed back two weeks.",
-        "Someone's manuscript is due on the 3rd.")),
+        "Someone's manuscript is due on the 3rd."),
+        dated=True),
 )
 # Decoys: what a person says that reads like an attribute to the embedding but sets none —
 # trained as classes of their own so that their statements go there rather than to the
@@ -258,6 +261,12 @@ _SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNOREC
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
                    rf"(?:\d{{1,2}} )?{MONTH_NAME}\b(?: \d{{4}})?|\s*\bin \d{{4}}\b"
                    rf"|\s*\b(?i:on|since|from|until|by|last|next|this)?\s*{DAY_NAME}s?\b")
+
+
+# a day or a span a dated value may be: "Friday", "3 June", "the 3rd", "the end of March",
+# "tomorrow", "in two weeks", "6/15"
+_A_DAY = re.compile(rf"{_DATE.pattern}|\b(?:\d{{1,2}}(?:st|nd|rd|th)|tomorrow|tonight|midnight"
+                    r"|noon|(?:days?|weeks?|months?|years?)\b|\d{1,2}/\d{1,2})", re.IGNORECASE)
 
 
 def clauses(statement: str, who: str) -> list[str]:
@@ -377,6 +386,8 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
         if not key or p < classifier.threshold and not (
                 p >= CHANGE_THRESHOLD and (who, key) in known and _REPLACING.search(clause)):
             continue
+        if by_key[key].dated and not _A_DAY.search(candidates[i].content):
+            continue      # "… wants to start tracking the delivery date": no day
         label = label_of(by_key[key], candidates[i].content)
         out[i] = replace(candidates[i], subject=f"{who}|{label}", needs_attribute=False)
     return [c for c in out if c is not None and not c.needs_attribute]
@@ -440,6 +451,27 @@ _REPLACING_WORDS = (rf"{_NOW}now|nowadays|these days|instead|any ?more|no longer
                     r"|renamed|quit|gave up|given up|stopped|dropped|replaced|sold")
 _REPLACING = re.compile(rf"\b(?:{_REPLACING_WORDS})\b", re.IGNORECASE)
 _CHANGE = re.compile(rf"\b(?:{_REPLACING_WORDS}|changed)\b", re.IGNORECASE)
+
+
+# The attributes a person holds by doing or liking something again and again: one happening
+# sets none of them ("attended a cocktail-making class" is no favourite drink, "twisted an
+# ankle playing basketball" no sport), taking one up does ("took up climbing").
+TASTES = frozenset({"drink", "food", "hobby", "sport"})
+_TAKING_UP = re.compile(r"\b(?:took up|taken up|got into|gotten into|picked up|started|began"
+                        r"|joined|became|went (?:vegetarian|vegan))\b", re.IGNORECASE)
+
+
+def is_taste(subject: str) -> bool:
+    """Whether a subject key ("who|label") is of a :data:`TASTES` attribute or a pattern's
+    preference ("maya|prefers …", "maya|favourite …")."""
+    label = subject.rpartition("|")[2]
+    return attribute_of(label) in TASTES or label.startswith(("prefers ", "favourite"))
+
+
+def takes_up(statement: str) -> bool:
+    """Whether a statement tells of a taste begun, dropped or changed ("took up archery",
+    "got into baking", "switched to decaf"): the happenings that set one."""
+    return bool(_TAKING_UP.search(statement)) or announces_change(statement)
 
 
 def announces_change(statement: str) -> bool:

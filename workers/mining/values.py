@@ -1,0 +1,123 @@
+"""Whether a mined statement says a current value: the one test MEMORY.md's sections
+(:func:`workers.consolidation.consolidate.section_for`) and the dream's conflicts
+(:mod:`workers.dreaming.dream`) share, so that what MEMORY.md would not show as a value
+never replaces one.
+
+A statement with a subject key (:mod:`.attributes`) says its person's current value when
+it reads on its own, names its person as the one who does or is something, and is no
+intention, need, hearsay, guess, tally "so far", nor — of a taste — one happening. A
+person's own note or a detected fact always does.
+"""
+from __future__ import annotations
+
+import re
+
+from projections import ProjectionStore
+from projections.memories import NOT_MINED, Memory
+from projections.readable import first_sentence, self_contained, without_opening
+
+from .attributes import is_taste, takes_up
+from .statements import is_event
+
+# a short headline before a colon, then the statement ("Big news: Maya moved …"); not
+# "Guess what Maya does now: pottery", where the value follows the colon
+LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
+# A tally "so far" is no current value: it changes as it goes ("… has earned 10 stamps so
+# far"), as a verdict "so far" is no like
+SO_FAR = re.compile(r"\bso far\b", re.IGNORECASE)
+# the person a statement opens with, and the adverbs before its verb
+WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|What|Everyone"
+       r"|Everything|Nothing|Something|Seeing|Being|Having|Making)\b)"
+       r"(?:The user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)(?:'s?|’s?)?\s+"
+       r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
+INTENDS = re.compile(WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
+                     r"|hopes? to|wants? to|is (?:about|due|off) to|(?:is|are) (?:(?:really"
+                     r"|so|very|also) )*(?:excited|eager|keen) to|(?:is|are) (?:(?:really|so"
+                     r"|very|also) )*looking forward to)\b")
+# A guess is no current value: "Mike … might have some specific cravings", "… might want to"
+SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be|want)\b", re.IGNORECASE)
+# A wish or a need ("… is looking for a moving company", "… would like to know", "… is
+# considering the swim membership", "… is interested in trying the rice bowl", "… has been
+# meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
+# the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
+# "… never knew there were so many coffee options"): no state of the person's, and no plan
+NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
+                   r"|particularly|very|also|definitely|actually|seriously|still|now|even"
+                   r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
+                   r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
+                   r"|interested in \w+ing|meaning to|wanting to)|needs? to|(?:has|had) heard"
+                   r"|never knew)\b")
+
+
+def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
+    """Whether ``memory``, which has a subject key, says its person's current value (see
+    the module doc). ``names``: the home's speakers (:func:`speaker_names`); when given,
+    the statement must name one of them as its person (:func:`names_its_person`)."""
+    if memory.source in NOT_MINED:
+        return True
+    if not self_contained(memory.content, mined=True):
+        return False
+    if names and not names_its_person(memory.content, names):
+        return False
+    bare = without_opening(LEAD_IN.sub("", memory.content))
+    return not any(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
+                   or SO_FAR.search(first) or happened_once(memory.subject, first)
+                   for text in {bare, from_its_person(bare, names)}
+                   for first in [first_sentence(text)])
+
+
+def from_its_person(text: str, names: frozenset[str]) -> str:
+    """``text`` from where it first names its person, when it does not open with them
+    ("Back to refill options - the user will look into those brands" → "The user will look
+    into those brands"), so that what reads a statement's opening reads the person's."""
+    others = sorted(names - {"the"})
+    if re.match(r"the user\b", text, re.IGNORECASE) or first_word(text) in others:
+        return text
+    # a person named as the one who does something: a verb follows, no comma or "'s"
+    named = "".join(f"|{re.escape(name.capitalize())}" for name in others)
+    found = re.search(rf"\b(?:(?i:the user){named})\s+(?=[a-z])", text)
+    return text[found.start()].upper() + text[found.start() + 1:] if found else text
+
+
+def happened_once(subject: str, statement: str) -> bool:
+    """Whether ``statement``, the current value of a taste (:func:`.attributes.is_taste`:
+    a favourite drink or food, a hobby, a sport, a preference), tells of one happening
+    rather than the taste: an event (:func:`.statements.is_event`: "… attended a
+    cocktail-making class recently", "… served up grilled meats at the last barbecue")
+    that takes up, drops or changes no taste (:func:`.attributes.takes_up`: "… took up
+    climbing", "… switched to decaf" stay)."""
+    return is_taste(subject) and is_event(statement) and not takes_up(statement)
+
+
+_NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
+
+
+def names_its_person(text: str, names: frozenset[str]) -> bool:
+    """Whether a current value's first sentence names a speaker as one who does or is
+    something — a name that is no possessive ("… the parrot Ravi adopted"), or one that
+    opens it ("Ravi's cat has been renamed Mochi"), or "the user" — rather than mentioning
+    them in passing, where the attribute the classifier heard is no fact about them ("Pets
+    have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
+    part")."""
+    first = first_sentence(LEAD_IN.sub("", " ".join(text.split())))
+    if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
+        return True
+    names = names - {"the"}     # "the" stands for "The user", found above
+    words = _NAME_WORD.findall(first)
+    if words and first_word(words[0]) in names:
+        return True
+    return any(w.casefold() in names for w in words[1:] if w[0].isupper())
+
+
+def first_word(text: str) -> str:
+    """A text's first word, casefolded, without a possessive "'s"."""
+    first = text.split(maxsplit=1)[0] if text.split() else ""
+    return re.sub(r"(?:'s?|’s?)$", "", first).casefold()
+
+
+def speaker_names(store: ProjectionStore) -> frozenset[str]:
+    """The first names of the home's speakers, casefolded, and "the" (for "The user");
+    none when the home has no turns (then no statement is checked for a name)."""
+    rows = [r[0] for r in store.db.execute("SELECT DISTINCT name FROM turns") if r[0]
+            and r[0].strip()]
+    return frozenset({"the"} | {first_word(name) for name in rows}) if rows else frozenset()
