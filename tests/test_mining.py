@@ -171,6 +171,14 @@ def test_a_habit_is_a_workflow_and_a_thought_with_never_or_always_is_not() -> No
     assert type_of("I always wanted to see the fjords.") is None
     assert type_of("I always feel like I'm walking on eggshells with papers.") is None
     assert type_of("I always struggle with staying consistent.") is None
+    assert type_of("I go running every morning.") == "workflow"
+    assert type_of("I've been waking up at 7:30 every day, and I want to make the most of"
+                   " it.") == "workflow"          # the wish comes after the habit
+    # a wish or a question about a routine is none
+    assert type_of("I also want to set a reminder to stretch every morning.") is None
+    assert type_of("I'm looking forward to not taking meds every day.") is None
+    assert type_of("I usually do yoga after meditation, so I'm wondering if I should come"
+                   " earlier.") is None
 
 
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,

@@ -64,12 +64,16 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
         r"|\b(?:i|we)(?:'re| are|'m| am) going to\b|\bi(?:'m| am) planning\b"),
      PROJECT_FACT.name, "recommendation", 0.6),
     # a habit, not a thought or a feeling ("I never realized …", "I always wanted to …",
-    # "I always feel like I'm walking on eggshells", "I always struggle with …")
-    (_p(r"\bi (?:always|usually|never|often|normally)\b(?! (?:realized|realised|knew|thought"
-        r"|expected|imagined|noticed|considered|heard|understood|wanted|dreamed|dreamt"
-        r"|wondered|felt|believed|feel|think|wonder|worry|struggle|assume|assumed|wish|hope"
-        r"|know|want|believe)\b)"
-        r"|\bevery (?:day|morning|evening|week|night|weekend)\b"),
+    # "I always feel like I'm walking on eggshells", "I always struggle with …"), nor a
+    # wish for one ("I want to set a reminder to stretch every morning": the wish before
+    # the habit's words) or a question about one ("I usually do yoga after meditation, so
+    # I'm wondering if I should come earlier")
+    (_p(r"^(?!.*\bwondering\b)(?:(?!\b(?:want|wants|'d like|would like|looking forward"
+        r"|hoping|wish|need to)\b).)*?(?:\bi (?:always|usually|never|often|normally)\b(?! "
+        r"(?:realized|realised|knew|thought|expected|imagined|noticed|considered|heard"
+        r"|understood|wanted|dreamed|dreamt|wondered|felt|believed|feel|think|wonder|worry"
+        r"|struggle|assume|assumed|wish|hope|know|want|believe)\b)"
+        r"|\bevery (?:day|morning|evening|week|night|weekend)\b)"),
      WORKFLOW.name, "pattern", 0.6),
     (_p(r"\bi (?:use|am using|'m using|switched to|run)\b"), TOOL_USE.name, "pattern", 0.6),
     (_p(r"\bi (?:just |recently |finally |also )?(?:went|started|joined|finished|adopted|bought"
