@@ -333,6 +333,8 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("The user likes the sound of Crash Course.", None),
     ("The user likes the schedule so far.", None),                   # a verdict for now
     ("The user loves the list, thanks.", None),               # thanks: a reaction to it
+    ("The user actually loves hiking.", "Preferences"),
+    ("Caroline and Melanie love painting.", "Preferences"),   # a subject of two
     ("Caroline is going to a pride parade in August 2023.", "Plans"),
     # the plan's line is its first sentence: a later sentence's month is not its when
     ("Caroline will bring plenty of ice. Caroline loved the picnic in June.", None),
@@ -643,6 +645,7 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     # an intention after an opening that does not name the person is one all the same
     ("Back to refill options - the user will look into those brands.", False),
     ("Sophia and the user might want to take a stroll after coffee.", False),  # a guess
+    ("The user's partner and the user are planning to move in together.", False),
     ("Speaking of pets, Maria has a new kitten.", True),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(

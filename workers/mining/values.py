@@ -25,13 +25,16 @@ LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a
 # A tally "so far" is no current value: it changes as it goes ("… has earned 10 stamps so
 # far"), as a verdict "so far" is no like
 SO_FAR = re.compile(r"\bso far\b", re.IGNORECASE)
-# the person a statement opens with, and the adverbs before its verb
+# the person a statement opens with — alone, or with someone ("Sophia and the user", "The
+# user's partner and the user") — and the adverbs before its verb
+_PERSON = r"(?:The user|the user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)"
 WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|What|Everyone"
        r"|Everything|Nothing|Something|Seeing|Being|Having|Making)\b)"
-       r"(?:The user|[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?)(?:'s?|’s?)?\s+"
-       r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly)\s+)*")
-INTENDS = re.compile(WHO + r"(?:will|is going to|is gonna|plans? to|is planning|intends? to"
-                     r"|hopes? to|wants? to|is (?:about|due|off) to|(?:is|are) (?:(?:really"
+       rf"(?:{_PERSON}(?:(?:'s|’s) \w+)? and )?{_PERSON}(?:'s?|’s?)?\s+"
+       r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly"
+       r"|actually|definitely)\s+)*")
+INTENDS = re.compile(WHO + r"(?:will|(?:is|are) (?:going to|gonna|planning|(?:about|due|off)"
+                     r" to)|plans? to|intends? to|hopes? to|wants? to|(?:is|are) (?:(?:really"
                      r"|so|very|also) )*(?:excited|eager|keen) to|(?:is|are) (?:(?:really|so"
                      r"|very|also) )*looking forward to)\b")
 # A guess is no current value: "Mike … might have some specific cravings", "… might want to"
@@ -41,7 +44,8 @@ SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be|want)\b", re.
 # meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
 # the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
 # "… never knew there were so many coffee options"): no state of the person's, and no plan
-NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|was|has been) (?:(?:really"
+NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|has been|have been)"
+                   r" (?:(?:really"
                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
                    r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
                    r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
