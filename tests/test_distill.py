@@ -603,6 +603,20 @@ def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
     assert statement_of(memory) == "Ravi got a hamster. Everyone calls him Pudding now."
 
 
+def test_only_a_current_value_s_line_says_since_when() -> None:
+    from workers.consolidation.consolidate import bullet_of, section_for
+
+    value = mined_line("The user moved to Leeds.", "user|home")
+    plan = mined_line("The user's partner and the user are planning to move in together.",
+                      "user|home")
+    names = frozenset({"the"})
+    assert bullet_of(value, names) == "The user moved to Leeds (since 6 July 2023)"
+    # no value: a relationship line, with nothing to date
+    assert section_for(plan, names) == "People"
+    assert bullet_of(plan, names) == "The user's partner and the user are planning to move" \
+        " in together."
+
+
 def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     """The classifier heard the attribute somewhere in the sentence: a reason or a relative
     clause may be where it is ("because Maya is allergic to shellfish"); a wish is not."""

@@ -246,11 +246,13 @@ def _plain(content: str) -> str:
     return LIST_MARK.sub("", " ".join(scrub(content).split()))
 
 
-def bullet_of(memory: Memory) -> str:
+def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
-    an attribute the day it was said ("since 7 March 2026")."""
+    an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) the day it
+    was said ("since 7 March 2026"); a statement with a subject key that says no value
+    ("… are planning to move in together", a relationship line) gets none."""
     text = statement_of(memory)
-    if memory.subject and memory.created_at:
+    if memory.subject and memory.created_at and states_a_value(memory, names):
         day = day_text(from_iso(memory.created_at).date())
         if day not in text:   # not "… got a new bike on 28 May 2023 (since 28 May 2023)"
             text = f"{text.rstrip('.')} (since {day})"
@@ -380,7 +382,7 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     return memory.content, text, first_sentence(text)
 
 
-def _restated(active: list[Memory]) -> dict[str, str]:
+def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
     """The line to write now (:func:`bullet_of`) for an active mined memory, by the normal
     form of each way it has been written (:func:`_earlier_forms`): a line an earlier version
     wrote otherwise is restated."""
@@ -388,7 +390,7 @@ def _restated(active: list[Memory]) -> dict[str, str]:
     for m in active:
         if m.source in NOT_MINED or not m.content.strip():
             continue
-        line = bullet_of(m)
+        line = bullet_of(m, names)
         for form in (*_earlier_forms(m), statement_of(m)):
             out.setdefault(normal(form), line)
     return out
@@ -412,7 +414,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    restated = _restated(active)
+    restated = _restated(active, names)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
         if lines != section.bullets:
@@ -429,7 +431,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         title = section_for(memory, names, offered, today) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
-        line = bullet_of(memory) if memory else text
+        line = bullet_of(memory, names) if memory else text
         if normal(bare(line)) in said:
             continue
         sections.setdefault(title, Section(title)).bullets.append(line)
