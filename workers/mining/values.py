@@ -64,10 +64,17 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     if names and not names_its_person(memory.content, names):
         return False
     bare = without_opening(LEAD_IN.sub("", memory.content))
-    return not any(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
-                   or SO_FAR.search(first) or happened_once(memory.subject, first)
-                   for text in {bare, from_its_person(bare, names)}
-                   for first in [first_sentence(text)])
+    # read as written and from where it names its person ("Back to refill options - the
+    # user will …")
+    return not any(_says_no_value(text, memory.subject)
+                   for text in {bare, from_its_person(bare, names)})
+
+
+def _says_no_value(text: str, subject: str) -> bool:
+    """An intention, a need, a guess, a tally "so far" or one happening of a taste."""
+    first = first_sentence(text)
+    return bool(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
+                or SO_FAR.search(first) or happened_once(subject, first))
 
 
 def from_its_person(text: str, names: frozenset[str]) -> str:
