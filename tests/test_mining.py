@@ -179,7 +179,28 @@ def test_a_habit_is_a_workflow_and_a_thought_with_never_or_always_is_not() -> No
     assert type_of("I'm looking forward to not taking meds every day.") is None
     assert type_of("I usually do yoga after meditation, so I'm wondering if I should come"
                    " earlier.") is None
+    # a habit in a clause after the main one, which MEMORY.md does not show, types nothing
+    said = Turn(1, 1, "e1", "r1", "user", "user", "I'm also worried about my laptop's battery"
+                " life, as I often work on the go.", "2024-01-01T00:00:00Z", True)
+    assert [c.type for c in heuristic_candidates(Chunk("s", [said]))] == ["user_preference"]
 
+
+
+@pytest.mark.parametrize(("sentence", "type_"), [
+    ("I'm planning to go to the beach near Santa Cruz.", "user_preference"),   # "go", a verb
+    ("I'm planning to build a home on my new land.", "user_preference"),
+    ("I'm going to finish the script for my next movie.", "user_preference"),
+    ("I'm planning to use the Publix app for the cashback.", "user_preference"),
+    ("I'm planning to move the build script to the new server.", "project_fact"),  # two
+    ("I'm going to pin pytest below 8.", "project_fact"),     # a word of software only
+])
+def test_a_plan_is_about_a_project_only_when_it_is_about_software(sentence: str,
+                                                                  type_: str) -> None:
+    """Words that are software's and also everyday English ("go", "test", "script",
+    "build", "app") make a project fact only two together."""
+    from workers.mining.heuristic import type_of
+
+    assert type_of(sentence) == type_
 
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,
                                                                  tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
+from projections.readable import main_clause
 
 from .candidates import Candidate
 from .chunks import Chunk, Turn
@@ -33,11 +34,22 @@ PER_TURN = 3
 MAX_CHARS = 240
 STATEMENT_CONFIDENCE = 0.7
 _IDENTITY_ATTRIBUTES = ("|name", "|home", "|employer", "|job")
-_TECH = frozenset("""api app bug build db branch ci cli code commit config container database
-deploy docker editor git github python repo release script server shell test tests vim
-emacs vscode linux library package npm pip pytest rust go java javascript typescript sql
-kubernetes terminal compiler framework endpoint function module lint push
-makefile ssh vault""".split())   # not "make" or "key": "make a change", "the key to it"
+# Words of software: one that means nothing else, or two that can ("I'm planning to go to
+# the beach", "the military aptitude test", "a movie script", "the Publix app", "build a
+# home" are no software; "the build script fails", "the app's server crashed" are)
+_SOFTWARE = frozenset("""api ci cli commit config database db deploy docker git github python
+repo vim emacs vscode linux npm pip pytest javascript typescript sql kubernetes compiler
+endpoint lint makefile ssh golang""".split())
+_SOFTWARE_TOO = frozenset("""app bug build branch code container editor release script server
+shell test tests library package rust go java terminal framework function module push
+vault""".split())   # not "make" or "key": "make a change", "the key to it"
+
+
+def about_software(text: str) -> bool:
+    """Whether ``text`` is about software: a word of it that means nothing else, or two
+    that can mean something else too (:data:`_SOFTWARE`, :data:`_SOFTWARE_TOO`)."""
+    words = set(content_words(text))
+    return bool(words & _SOFTWARE) or len(words & _SOFTWARE_TOO) >= 2
 
 
 def _p(pattern: str) -> re.Pattern[str]:
@@ -109,7 +121,7 @@ _RECOMMEND = _p(r"(?:should|must|always use|never use|recommend|better to|prefe
 
 def _by_topic(type_: str, text: str) -> str:
     """A decision or a tool note about something that is not software is a preference."""
-    if type_ in (PROJECT_FACT.name, TOOL_USE.name) and not (set(content_words(text)) & _TECH):
+    if type_ in (PROJECT_FACT.name, TOOL_USE.name) and not about_software(text):
         return PREFERENCE.name
     return type_
 
@@ -124,7 +136,7 @@ def _remembered(turn: Turn, sentence: str) -> Candidate | None:
         return None
     to_do = remembered.group(1) == " to"
     text = ("Remember to " + said) if to_do else said[0].upper() + said[1:]
-    type_ = PROJECT_FACT.name if set(content_words(said)) & _TECH else DEFAULT.name
+    type_ = PROJECT_FACT.name if about_software(said) else DEFAULT.name
     return Candidate(type_, text[:MAX_CHARS], "recommendation", said if to_do else "", 0.9,
                      tags_of(said, turn.speaker), subject_key(said, turn.speaker), [turn.n])
 
@@ -133,7 +145,7 @@ def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
     """A sentence about software that fails, or how it was fixed ("pytest doesn't work with
     the old plugin"): kept as said, though it says nothing about a person."""
     low = sentence.casefold()
-    if sentence.endswith("?") or not set(content_words(sentence)) & _TECH:
+    if sentence.endswith("?") or not about_software(sentence):
         return None
     for pattern, type_, kind, confidence in _RULES[1:3]:
         if pattern.search(low):
@@ -145,8 +157,10 @@ def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
 def _from_statement(statement: Statement) -> Candidate:
     said, turn = statement.said, statement.turn
     subject = subject_key(said, turn.speaker)
+    # typed by its main clause, the part MEMORY.md shows ("I'm worried about my laptop's
+    # battery, as I often work on the go" is no habit)
     type_ = PROFILE.name if subject.endswith(_IDENTITY_ATTRIBUTES) \
-        else type_of(said) or DEFAULT.name
+        else type_of(main_clause(said)) or DEFAULT.name
     if type_ == PROFILE.name and not subject:
         type_ = DEFAULT.name   # only identity facts are profile (recall puts it first)
     return Candidate(type_, statement.text, kind_of(said), "", STATEMENT_CONFIDENCE,
