@@ -25,15 +25,38 @@ _POINTER = re.compile(rf"\b(?:this|these|those)\b(?! {_TIME_NOUN}\b)|^(?:that|th
                       r"|\b(?:got|bought|ordered|found|picked up) one\b(?! of\b)"
                       r"|^here(?:'s|’s| is| are)\b|\bhow (?:it|they)\b",
                       re.IGNORECASE)
-_PRONOUN = re.compile(r"\b(?:it|them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b"
+_PRONOUN = re.compile(r"\bit\b(?!['’]| (?:is|was|has|had|would|will)\b"
                       r"| \w+ (?:to|that|how|when|being|for)\b)"
+                      r"|\b(?:them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b)"
                       r"|\b[Hh]er\b(?= [A-Z]|[,.!?]|$| (?:at|in|on|to|for|with|from|up|out|off"
                       r"|back|again|around)\b)")
-_PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\bhim\b")
+_PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\b(?:him|his|their)\b")
 _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|every|each|any"
                           r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
 _FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
                            r"|since)\s")
+# An aspect of a thing the statement does not name ("Joanna loves the color and texture",
+# "… likes the idea and the acting": of what?): a like whose object is only such nouns —
+# relational ones, each of something — after "the", with no "of …" to say whose
+_ASPECT = frozenset("""acting atmosphere ambiance ambience cast characters color colors colour
+colours composition concept design designs detail details effects ending energy feel
+flavor flavors flavour idea ideas layout lighting look looks lyrics message name pattern
+patterns plot price quality result results setting shape smell sound sounds story
+storyline style taste texture textures theme themes title vibe vibes view views
+visuals""".split())
+_ASPECTS = "|".join(sorted(_ASPECT))
+# … or as the statement's subject, or "that" one after a preposition ("The name helps
+# Joanna remember …", "… a dog with that name"; not "furniture that looks great")
+_ASPECT_POINTER = re.compile(rf"^(?i:the) (?:[a-z]+ )?(?:{_ASPECTS})\b(?! (?:of|in|at|from|on"
+                             rf"|for|with|behind)\b)|\b(?:with|of|in|for|about|like|from|by"
+                             rf"|on|at) (?i:that) (?:{_ASPECTS})\b")
+_LIKE_THE = re.compile(r"\b(?:loves?|likes?|enjoys?|adores?)\s+the\s+(?P<object>[^.;:!?]+)",
+                       re.IGNORECASE)
+_OBJECT_END = re.compile(r"\s[-–—]\s|,\s+(?:but|so|because|which|as|it|that|this|they|he|she"
+                         r"|we|I|and (?:it|that|the user|I|[A-Z]))\b"
+                         r"|\s(?:so|because|when|that|which|as|but)\s")
+# whose the aspects are: "of …", "in …" or a name ("the Jungle Adventure theme")
+_ANCHORED = re.compile(r"\b(?:of|from|in|at|on|for|by|about|with|behind)\b|\b[A-Z]")
 # a short opening before a comma, a dash or a colon ("Guess what -", "On another note,"):
 # the clause that counts is the one after it
 _OPENING = re.compile(r"^(?:[\w'’]+\s+){0,2}[\w'’]+\s*(?:,|:|\s[-–—])\s+(?=\S)")
@@ -110,18 +133,39 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
 
 def self_contained(statement: str, *, mined: bool = False) -> bool:
     """Whether a statement reads on its own, without the conversation it came from: its
-    first clause points at nothing it does not name (see the comment above). Of LoCoMo's
-    1,210 dev observations, statements written to stand alone, 5 are judged otherwise.
-    ``mined``: a statement mining wrote, which names its speaker wherever they said "I" or
-    "me", so a "him" with no noun before it is someone else ("Maria talked to him
-    afterwards"); an observation's "him" is mostly its own subject ("Nate's pets cheer him
-    up"), so only a mined statement is checked for it."""
+    first clause points at nothing it does not name, and its like no aspect of something
+    unnamed (see the comments above). Of LoCoMo's 1,210 dev observations, statements
+    written to stand alone, 5 are judged otherwise. ``mined``: a statement mining wrote,
+    which names its speaker wherever they said "I", "me" or "my", so a "him", "his" or
+    "their" with no noun before it is someone else ("Maria talked to him afterwards", "Nate
+    loves his humour"); an observation's is mostly its own subject's ("Nate's pets cheer
+    him up"), so only a mined statement is checked for them."""
     text = without_opening(LIST_MARK.sub("", _QUOTED.sub('""', statement)))
     first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
-    if _POINTER.search(first):
+    if _POINTER.search(first) or _ASPECT_POINTER.search(first) \
+            or _of_what(first_sentence(text)):
         return False
     found = (_PRONOUN_MINED if mined else _PRONOUN).search(first)
     if found is None:
         return True
-    before = first[:found.start()].split()[1:]   # the name it opens with stands for no thing
+    before = first[:found.start()].split()
+    # the name it opens with stands for no thing; "Nate's brother" does, for a possessive
+    # ("… loves his car"), not for an object, which would be "himself"
+    possessive = found.group().casefold() in ("his", "their")
+    if before and not (possessive and re.search(r"['’]s?$", before[0])):
+        before = before[1:]
     return bool(_NOUN_PHRASE.search(" ".join(before)))
+
+
+def _of_what(sentence: str) -> bool:
+    """Whether ``sentence`` likes aspects of something it does not name (see
+    :data:`_ASPECT`)."""
+    found = _LIKE_THE.search(sentence)
+    if found is None:
+        return False
+    thing = _OBJECT_END.split(found.group("object"), maxsplit=1)[0]
+    if _ANCHORED.search(thing):
+        return False
+    heads = [part.split()[-1].casefold() for part in re.split(r",\s*(?:and\s+)?|\s+and\s+",
+                                                            thing) if part.split()]
+    return bool(heads) and all(re.sub(r"^the\s+", "", head) in _ASPECT for head in heads)

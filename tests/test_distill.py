@@ -338,6 +338,15 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("Caroline is going to a pride parade in August 2023.", "Plans"),
     # the plan's line is its first sentence: a later sentence's month is not its when
     ("Caroline will bring plenty of ice. Caroline loved the picnic in June.", None),
+    # … nor a relative clause's, which the line leaves out
+    ("The user is excited to start the master's program, which the user got into back in"
+     " February.", None),
+    ("The user is excited to start the master's program in February, which is soon.",
+     "Plans"),
+    # … nor a past event's the plan mentions
+    ("The user is planning to apply the skills the user learned at a workshop the user"
+     " attended in February 2023.", None),
+    ("The user is planning to hold the wedding in Napa Valley, on July 15th.", "Plans"),
 ])
 def test_memory_md_keeps_likes_people_and_dated_plans_not_a_days_events(
         statement: str, section: str | None) -> None:
@@ -378,6 +387,18 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
     ("Melanie loves how it's both a creative outlet and therapy.", False),
     ("On another note, Maria just adopted this cute pup.", False),  # after the opening
     ("Guess what - Maria got a puppy called Coco.", True),
+    ("Nate loves watching them play to unwind.", False),    # "them … to" is no "it … to"
+    ("Joanna loves the color and texture.", False),          # of what?
+    ("Joanna really likes the idea and the acting.", False),
+    ("Nate loves the story, it is so moving.", False),
+    ("Maria loves the design of her new kitchen.", True),    # "of …" says whose
+    ("John loves the energy and food of Seattle.", True),
+    ("Tim loves the Harry Potter theme.", True),             # a name says which
+    ("John loves the ocean.", True),                         # no aspect of something
+    ("The name helps Joanna remember her old dog.", False),  # the name of what?
+    ("Joanna had a dog with that name.", False),
+    ("The atmosphere in the arena was electric.", True),
+    ("Gina chose furniture that looks great.", True),        # "that", a relative pronoun
 ])
 def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
         statement: str, alone: bool) -> None:
@@ -387,7 +408,8 @@ def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
 
 
 def test_a_mined_statement_s_him_is_someone_else() -> None:
-    """Mining names the speaker wherever they said "I" or "me": a "him" left, with no noun
+    """Mining names the speaker wherever they said "I", "me" or "my": a "him", "his" or
+    "their" left, with no noun
     before it, is someone the statement does not name. An observation's "him" is mostly its
     own subject, so it is not checked there."""
     from projections.readable import self_contained
@@ -397,6 +419,11 @@ def test_a_mined_statement_s_him_is_someone_else() -> None:
     assert not self_contained("Maria's brother asked him for a lift.", mined=True)  # who?
     assert self_contained("Maria drove her brother and his friend home.", mined=True)
     assert self_contained("Maria asked her brother to drive him home.", mined=True)
+    # so is a "his" or "their" with no noun before it: whose?
+    assert not self_contained("Nate loves his tech and humor.", mined=True)
+    assert not self_contained("The user has heard great things about their burgers.",
+                              mined=True)
+    assert self_contained("Nate's brother loves his new car.", mined=True)
 
 
 def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None:
@@ -661,6 +688,9 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     ("Sophia and the user might want to take a stroll after coffee.", False),  # a guess
     ("The user's partner and the user are planning to move in together.", False),
     ("Speaking of pets, Maria has a new kitten.", True),
+    # an adverb after "is" or "has" changes nothing
+    ("The user is actually planning to do some hiking in the area.", False),
+    ("The user has also been thinking about learning the jig.", False),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

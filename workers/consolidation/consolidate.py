@@ -55,7 +55,7 @@ from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.statements import is_event
+from ..mining.statements import is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (
     INTENDS,
@@ -121,8 +121,8 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
         return PREFERENCE.section
     if _KIN.match(text):
         return PEOPLE
-    if INTENDS.match(text) and _WHEN.search(first_sentence(text)):
-        return PLANS      # its when in the sentence the line shows, not a later one
+    if INTENDS.match(text) and plan_when(statement_of(memory)):
+        return PLANS      # its when in what the line shows, not a later sentence or clause
     return None
 
 
@@ -220,6 +220,19 @@ _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
 # a when: "next" only before a time ("next week", not "the user's next track day")
 _WHEN = re.compile(rf"\b(?:{MONTH_NAME}|tomorrow|{DAY_NAME}|\d{{4}}|next (?:week|month|year"
                    r"|weekend|summer|winter|spring|autumn|fall))\b")
+
+
+def plan_when(statement: str) -> bool:
+    """Whether ``statement`` says when: a day, month, year or "next …" that is no past
+    event's ("… the writing skills the user learned at a workshop the user attended in
+    February 2023", "… the vacuum cleaner the user bought on February 10th": a past verb
+    up to three words before it)."""
+    for found in _WHEN.finditer(statement):
+        words = re.findall(r"[a-z']+", statement[:found.start()].casefold())
+        if not any(is_past(words[i], words[i - 1] if i else "")
+                   for i in range(max(len(words) - 3, 0), len(words))):
+            return True
+    return False
 
 
 def statement_of(memory: Memory) -> str:

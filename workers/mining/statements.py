@@ -292,10 +292,15 @@ def is_event(statement: str) -> bool:
     for i, word in enumerate(words):
         if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
             return False
-        before = words[i - 1] if i else ""
-        past = word in _IRREGULAR_PAST or word in ("was", "were") or (
-            word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST
-            and before not in _BEFORE_ADJECTIVE and not before.endswith(("ing", "'s")))
-        if past:
+        if is_past(word, words[i - 1] if i else ""):
             return not (i and words[i - 1] in _PERFECT)
     return False
+
+
+def is_past(word: str, before: str = "") -> bool:
+    """Whether ``word`` (casefolded), after the word ``before``, is a verb in the past
+    tense: an irregular one, "was"/"were", or an "-ed" word that is no adjective ("iced
+    coffee", "the user's mixed feelings") nor a state ("married", "based")."""
+    return word in _IRREGULAR_PAST or word in ("was", "were") or (
+        word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST
+        and before not in _BEFORE_ADJECTIVE and not before.endswith(("ing", "'s")))

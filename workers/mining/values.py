@@ -33,10 +33,12 @@ WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|Wh
        rf"(?:{_PERSON}(?:(?:'s|’s) \w+)? and )?{_PERSON}(?:'s?|’s?)?\s+"
        r"(?:(?:really|also|just|still|always|absolutely|truly|totally|now|so|mostly"
        r"|actually|definitely)\s+)*")
-INTENDS = re.compile(WHO + r"(?:will|(?:is|are) (?:going to|gonna|planning|(?:about|due|off)"
-                     r" to)|plans? to|intends? to|hopes? to|wants? to|(?:is|are) (?:(?:really"
-                     r"|so|very|also) )*(?:excited|eager|keen) to|(?:is|are) (?:(?:really|so"
-                     r"|very|also) )*looking forward to)\b")
+# adverbs between "is" and the verb ("… is actually planning to …", "… is also looking
+# forward to …")
+_ADVERBS = r"(?:(?:really|so|very|also|actually|still|now|definitely|just|even|seriously) )*"
+INTENDS = re.compile(WHO + rf"(?:will|(?:is|are) {_ADVERBS}(?:going to|gonna|planning|(?:about"
+                     r"|due|off) to|(?:excited|eager|keen) to|looking forward to)|plans? to"
+                     r"|intends? to|hopes? to|wants? to)\b")
 # A guess is no current value: "Mike … might have some specific cravings", "… might want to"
 SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be|want)\b", re.IGNORECASE)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
@@ -44,8 +46,8 @@ SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be|want)\b", re.
 # meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
 # the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
 # "… never knew there were so many coffee options"): no state of the person's, and no plan
-NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|has been|have been)"
-                   r" (?:(?:really"
+NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|ha(?:s|ve) (?:(?:also"
+                   r"|really|just|actually) )*been) (?:(?:really"
                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
                    r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
                    r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
