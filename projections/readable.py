@@ -97,13 +97,15 @@ _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|a
 # What follows a statement's main clause and adds no fact to it: a consequence, a reason, a
 # comment or a relative clause after a comma (", so that's a plus", ", which has given …",
 # ", where the user's partner hits …", ", as the user often works on the go", ", because …"),
-# and the speaker's own wish, doubt or comment on it (", and the user would like to …",
-# ", but the user is not sure …", ", and it's been helping …", ", by the way"). ", but"
-# alone stays: "Jon loves all dances, but contemporary is Jon's top pick"
+# and the speaker's own wish, need, doubt or comment on it (", and the user would like to …",
+# ", and the user needs some advice …", ", but the user is not sure …", ", and it's been
+# helping …", ", by the way"). ", but" alone stays: "Jon loves all dances, but contemporary
+# is Jon's top pick"
 _SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
 _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like|'d like"
-          r"|’d like|wants? to|thinks?|wonders?|hopes? to|(?:is|was) (?:not sure|wondering"
-          r"|looking|interested|excited|hoping|trying to (?:decide|figure))|has been meaning)\b"
+          r"|’d like|wants? to|needs? (?:some|a|an|to|help|advice)\b|thinks?|wonders?|hopes? to"
+          r"|(?:is|was) (?:not sure|wondering|looking|interested|excited|hoping|trying to"
+          r" (?:decide|figure))|has been meaning)\b"
           r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b")
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"
 _VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")

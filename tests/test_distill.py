@@ -591,6 +591,8 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "The user recently twisted the user's ankle playing basketball."),
     ("The user has a Honda Civic Si, and the user is looking to upgrade the suspension.",
      "The user has a Honda Civic Si."),
+    ("The user leads a team of engineers, and the user needs some advice on planning.",
+     "The user leads a team of engineers."),
     ("Melanie has been running farther to de-stress, which has been great for her.",
      "Melanie has been running farther to de-stress."),
     ("The user got a new bike on 28 May 2023 and the user is excited to explore the city.",
@@ -691,6 +693,15 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     # an adverb after "is" or "has" changes nothing
     ("The user is actually planning to do some hiking in the area.", False),
     ("The user has also been thinking about learning the jig.", False),
+    # what would be, a problem of the moment, what was done before: no current value
+    ("The user imagines Ravi would meet a group of survivors.", False),
+    ("The user is having some issues with the user's phone's screen.", False),
+    ("The user recently had an issue with the car's GPS on 3/22.", False),
+    ("The user has worked with a driving instructor before.", False),
+    ("The user has never used gochujang before, but the user likes spicy food.", True),
+    ("The user has a new bike, and the user wonders if the rack would fit it.", True),
+    # the main clause after an opening subordinate one
+    ("Since the user swims already, the user is hoping to focus on strength.", False),
 ])
 def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
         statement: str, profile: bool) -> None:

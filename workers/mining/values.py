@@ -5,8 +5,10 @@ never replaces one.
 
 A statement with a subject key (:mod:`.attributes`) says its person's current value when
 it reads on its own, names its person as the one who does or is something, and is no
-intention, need, hearsay, guess, tally "so far", nor — of a taste — one happening. A
-person's own note or a detected fact always does.
+intention, need, hearsay, guess, tally "so far", nor — of a taste — one happening; nor does
+its first clause (after an opening subordinate one: "Since …, the user is hoping to …") say
+what would be, a problem of the moment or what was done before. A person's own note or a
+detected fact always does.
 """
 from __future__ import annotations
 
@@ -41,6 +43,19 @@ INTENDS = re.compile(WHO + rf"(?:will|(?:is|are) {_ADVERBS}(?:going to|gonna|pla
                      r"|intends? to|hopes? to|wants? to)\b")
 # A guess is no current value: "Mike … might have some specific cravings", "… might want to"
 SPECULATES = re.compile(r"\b(?:might|may|must)(?: not)? (?:have|be|want)\b", re.IGNORECASE)
+# what would be, in the first clause, is no current value ("… imagines Surgey would meet …")
+_WOULD = re.compile(r"\bwould\b", re.IGNORECASE)
+# a problem the person has now, which passes ("… is having some issues with the phone's
+# screen", "… had an issue with the car's GPS"), in the first clause
+_TROUBLE = re.compile(r"\b(?:having|had|has|have|facing|experiencing|dealing with|ran into"
+                      r"|run into)\s+(?:some |an? |a few |lots of |a lot of |many |several )?"
+                      r"(?:issues?|problems?|trouble)\b", re.IGNORECASE)
+# what the person has done before, which is no current value ("… has worked with a driving
+# instructor before", "… has lived in Leeds before"; not "has never used gochujang before,
+# but … likes spicy food", whose value is the next clause's)
+_BEFORE = re.compile(r"^(?!.*\bnever\b).*\b(?:has|have|had)\b.*\b(?:before|in the past)\W*$",
+                     re.IGNORECASE)
+_NOT_NOW = (_WOULD, _TROUBLE, _BEFORE)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
 # considering the swim membership", "… is interested in trying the rice bowl", "… has been
 # meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
@@ -69,14 +84,28 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     # read as written and from where it names its person ("Back to refill options - the
     # user will …")
     return not any(_says_no_value(text, memory.subject)
-                   for text in {bare, from_its_person(bare, names)})
+                   for text in {bare, from_its_person(bare, names), after_subordinate(bare)})
 
 
 def _says_no_value(text: str, subject: str) -> bool:
-    """An intention, a need, a guess, a tally "so far" or one happening of a taste."""
+    """An intention, a need, a guess, a tally "so far", one happening of a taste, or a
+    first clause that says what would be, a problem or what was done before."""
     first = first_sentence(text)
+    clause = re.split(r"[,;]|\s(?:and|but|so)\s", first, maxsplit=1)[0]
     return bool(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
-                or SO_FAR.search(first) or happened_once(subject, first))
+                or SO_FAR.search(first) or happened_once(subject, first)
+                or any(passing.search(clause) for passing in _NOT_NOW))
+
+
+_SUBORDINATE = re.compile(r"^(?:since|because|as|if|when|while|although|though|once|now that)"
+                          r"\b[^,]{3,160},\s+(?=\S)", re.IGNORECASE)
+
+
+def after_subordinate(text: str) -> str:
+    """``text`` from its main clause when a subordinate one opens it ("Since the user is
+    already doing swimming lessons, the user is hoping to …" → "The user is hoping to …")."""
+    cut = _SUBORDINATE.sub("", text, count=1)
+    return cut[:1].upper() + cut[1:]
 
 
 def from_its_person(text: str, names: frozenset[str]) -> str:
