@@ -87,8 +87,9 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
-    current value (it has a subject key), or says a like, a relationship or a dated plan of
-    the person it names, and is no event (:func:`..mining.statements.is_event`: dated, or
+    current value (it has a subject key), or says a like, a relationship (not what someone
+    close feels or will do: :data:`_PASSING`) or a dated plan of the person it names, and
+    is no event (:func:`..mining.statements.is_event`: dated, or
     told in the past tense). ``names``: the home's speakers (casefolded); when given, such
     a statement must begin with one of them; a current value must say one
     (:func:`..mining.values.states_a_value`: it names its person and is no intention —
@@ -119,7 +120,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
         return None
     if _LIKES.match(text):
         return PREFERENCE.section
-    if _KIN.match(text):
+    if _KIN.match(text) and not _PASSING.match(text):
         return PEOPLE
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS      # its when in what the line shows, not a later sentence or clause
@@ -214,6 +215,18 @@ _KIN = re.compile(WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc�
                   r"|five|\d+) (?:\w+ )?(?:kids?|children|sons?|daughters?|sisters?|brothers?"
                   r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
                   r"|(?:named|called) )")
+# what someone close feels, ought to or will do, rather than who they are to the person
+# ("Melanie's kids are so excited about summer break", "… kids should have the best", "…
+# brother Michael is going to Japan soon"): it passes. A plan the person shares ("The
+# user's partner and the user are planning to move in together") stays.
+_CLOSE = r"\w+(?: [A-Z][\w'’-]*)? "    # "kids ", "brother Michael "
+_PASSING = re.compile(WHO + rf"(?:(?:{_CLOSE})?(?:is|are|was|were|feels?|felt|seems?|looks?)"
+                      r" (?:(?:so|really|very|super|a bit|a little|pretty|quite|also|all) )*"
+                      r"(?:excited|happy|thrilled|sad|upset|worried|nervous|jealous|proud"
+                      r"|tired|bored|stressed|anxious|glad|grateful|thankful|scared|afraid"
+                      r"|annoyed|angry|disappointed|surprised|amazed|overwhelmed"
+                      rf"|looking forward)|{_CLOSE}(?:(?:should|could|would|might|must|will)\b"
+                      r"|(?:is|are) (?:going|planning) to\b))")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
