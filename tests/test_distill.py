@@ -471,11 +471,12 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     ("The user twisted an ankle playing basketball.", "user|sport", None),
     ("The user invested in a new tent for the camping setup.", "user|hobby", None),
     # taking up, dropping or changing a taste is what sets one
-    ("The user took up climbing.", "user|hobby", "Profile"),
+    ("The user took up climbing.", "user|hobby", "Preferences"),   # a taste: a preference
     ("The user switched to decaf.", "user|favourite drink", "Preferences"),
     ("The user loves drinking iced coffee.", "user|favourite drink", "Preferences"),
     # a happening does set what is no taste
     ("The user got a golden retriever puppy named Max.", "user|dog", "Profile"),
+    ("The user moved to Leeds.", "user|home", "Profile"),
 ])
 def test_a_taste_s_current_value_is_no_single_happening(
         statement: str, subject: str, section: str | None) -> None:
@@ -715,4 +716,4 @@ def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
     from workers.consolidation.consolidate import section_for
 
     names = frozenset({"ravi", "joanna", "melanie", "maria", "caroline", "the"})
-    assert (section_for(mined_line(statement, "someone|pet"), names) == "Profile") is profile
+    assert (section_for(mined_line(statement, "someone|job"), names) == "Profile") is profile

@@ -53,6 +53,7 @@ from projections.when import last_day
 
 from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
+from ..mining.attributes import is_taste
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import is_event, is_past
@@ -113,8 +114,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
             offered is not None and answers_an_offer(statement_of(memory), offered(memory)))):
         return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
     if memory.subject and states_a_value(memory, names):
-        return PREFERENCE.section if _PREFERENCE_KEY.search(memory.subject) \
-            else PROFILE.section
+        return value_section(memory.subject)
     text = memory.content
     if is_event(text) or (names and first_word(text) not in names) or NEEDS.match(text):
         return None
@@ -125,6 +125,14 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS      # its when in what the line shows, not a later sentence or clause
     return None
+
+
+def value_section(subject: str) -> str:
+    """The section of a current value, by its subject key ("who|label"): a taste
+    (:func:`..mining.attributes.is_taste`: a favourite drink, a hobby, "prefers …") is a
+    preference; the rest (home, job, pet, allergy, car …) is the person's profile, pets and
+    partners too: the classifier's pet may be an allergy to animals."""
+    return PREFERENCE.section if is_taste(subject) else PROFILE.section
 
 
 # A like whose object is a definite phrase all of whose content words the other side had
