@@ -99,17 +99,23 @@ _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|a
 # ", where the user's partner hits …", ", as the user often works on the go", ", because …"),
 # and the speaker's own wish, need, doubt or comment on it (", and the user would like to …",
 # ", and the user needs some advice …", ", but the user is not sure …", ", and it's been
-# helping …", ", by the way"). ", but" alone stays: "Jon loves all dances, but contemporary
-# is Jon's top pick"
+# helping …", ", by the way"), or a comment after a dash ("… pottery - the creativity and
+# skill is awesome", "… - check out this pic"). ", but" alone stays: "Jon loves all dances,
+# but contemporary is Jon's top pick"
 _SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
 _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:would like|'d like"
           r"|’d like|wants? to|needs? (?:some|a|an|to|help|advice)\b|thinks?|wonders?|hopes? to"
           r"|(?:is|was) (?:not sure|wondering|looking|interested|excited|hoping|trying to"
           r" (?:decide|figure))|has been meaning)\b"
-          r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b")
+          r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b"
+          r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the|what|how)\b")
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"
 _VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")
-_TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_ASIDE}")
+# a comment spliced on with a comma ("… aerial yoga, it's a great way to switch off", "…
+# yellow leaves, it looks so cozy"): no value's line loses it ("… a hybrid bike, it's a Trek")
+_SPLICED = r",\s+(?:it|that|they)(?:'s|’s|'re|’re|\s)"
+_TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_ASIDE}"
+                   rf"|{_SPLICED}")
 
 
 def without_discourse(text: str) -> str:

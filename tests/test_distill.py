@@ -599,6 +599,15 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "The user has a Honda Civic Si."),
     ("The user leads a team of engineers, and the user needs some advice on planning.",
      "The user leads a team of engineers."),
+    # a comment after a dash; not what the dash goes on to say of the person
+    ("John loves discovering new cities - check out this pic from New York.",
+     "John loves discovering new cities."),
+    ("Melanie is a big fan of pottery - the creativity and skill is awesome.",
+     "Melanie is a big fan of pottery."),
+    ("Basketball matters to John - John practices every day.",
+     "Basketball matters to John - John practices every day."),
+    ("Maria also enjoys aerial yoga, it's a great way to switch off.",
+     "Maria also enjoys aerial yoga."),                 # a comment spliced on
     ("Melanie has been running farther to de-stress, which has been great for her.",
      "Melanie has been running farther to de-stress."),
     ("The user got a new bike on 28 May 2023 and the user is excited to explore the city.",
@@ -636,6 +645,9 @@ def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
     memory = mined_line("Speaking of pets, Ravi got a hamster. Everyone calls him Pudding now.",
                         "ravi|pet")
     assert statement_of(memory) == "Ravi got a hamster. Everyone calls him Pudding now."
+    # a value's line keeps what a comma splices on: it may say the value
+    assert statement_of(mined_line("The user has a hybrid bike, it's a Trek.", "user|bike")) \
+        == "The user has a hybrid bike, it's a Trek."
 
 
 def test_only_a_current_value_s_line_says_since_when() -> None:
