@@ -108,7 +108,8 @@ _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:woul
           r"|(?:is|was) (?:not sure|wondering|looking|interested|excited|hoping|trying to"
           r" (?:decide|figure))|has been meaning)\b"
           r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b"
-          r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the|what|how)\b")
+          r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the(?! user)|what"
+          r"|how)\b")
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"
 _VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")
 # a comment spliced on with a comma ("… aerial yoga, it's a great way to switch off", "…

@@ -606,6 +606,8 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "Melanie is a big fan of pottery."),
     ("Basketball matters to John - John practices every day.",
      "Basketball matters to John - John practices every day."),
+    ("The user is into The Good Place - the user watches 2 episodes every day.",
+     "The user is into The Good Place - the user watches 2 episodes every day."),
     ("Maria also enjoys aerial yoga, it's a great way to switch off.",
      "Maria also enjoys aerial yoga."),                 # a comment spliced on
     ("Melanie has been running farther to de-stress, which has been great for her.",
