@@ -325,6 +325,7 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("Maria's kids should have the best.", None),
     ("The user's brother Michael is going to Japan soon.", None),
     ("The user's partner and the user are really looking forward to the new house.", None),
+    ("Also, Melanie loves camping with her family.", "Preferences"),   # after the marker
     ("On 5 July 2023 Melanie took the kids to the museum.", None),      # an event: dated
     ("Melanie celebrated her daughter's birthday with a concert.", None),  # past tense
     ("Caroline is going to a transgender conference in July 2023.", "Plans"),
@@ -632,6 +633,12 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("Speaking of running, the user runs at least 3 times a week.",
      "The user runs at least 3 times a week."),   # the topic a turn moved on from
     ("Of course, Nate loves his turtles.", "Nate loves his turtles."),
+    # an opening about the conversation itself; a realization is a fact
+    ("Let the user start with the news: the user's sister just had a baby.",
+     "The user's sister just had a baby."),
+    ("The user just realized the user didn't mention that the user works as an analyst.",
+     "The user works as an analyst."),
+    ("Maya realized that Maya loves jazz.", "Maya realized that Maya loves jazz."),
 ])
 def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> None:
     """What follows a main clause — a consequence, a comment, the speaker's wish about it —

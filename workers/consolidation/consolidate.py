@@ -115,7 +115,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
         return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
     if memory.subject and states_a_value(memory, names):
         return value_section(memory.subject)
-    text = memory.content
+    text = without_discourse(memory.content)   # "Also, …", "Let the user start with …:"
     if is_event(text) or (names and first_word(text) not in names) or NEEDS.match(text):
         return None
     if _LIKES.match(text):
