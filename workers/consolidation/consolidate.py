@@ -90,9 +90,10 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     typed work memories always join; a mined life statement joins only when it is a
     current value (it has a subject key), or says a like, a relationship (not what someone
     close feels or will do: :data:`_PASSING`) or a dated plan of the person it names, and
-    is no event (:func:`..mining.statements.is_event`: dated, or
-    told in the past tense). ``names``: the home's speakers (casefolded); when given, such
-    a statement must begin with one of them; a current value must say one
+    is no event (:func:`..mining.statements.is_event`: dated, or told in the past tense),
+    read past an opening marker (:func:`projections.readable.without_discourse`).
+    ``names``: the home's speakers (casefolded); when given, such a statement must begin
+    with one of them; a current value must say one
     (:func:`..mining.values.states_a_value`: it names its person and is no intention —
     "Maria is off to bake some cakes", a plan, kept as one when dated —, need, guess,
     tally "so far" nor, of a taste, one happening), else it is taken as any other
