@@ -717,6 +717,7 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     ("Sophia and the user might want to take a stroll after coffee.", False),  # a guess
     ("The user's partner and the user are planning to move in together.", False),
     ("Speaking of pets, Maria has a new kitten.", True),
+    ("Ravi's fix was: store UTC and use fold for the hour.", False),  # no one after the colon
     # an adverb after "is" or "has" changes nothing
     ("The user is actually planning to do some hiking in the area.", False),
     ("The user has also been thinking about learning the jig.", False),

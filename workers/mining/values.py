@@ -24,6 +24,7 @@ from .statements import is_event
 # a short headline before a colon, then the statement ("Big news: Maya moved …"); not
 # "Guess what Maya does now: pottery", where the value follows the colon
 LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
+_COLON_OPENING = re.compile(r"^(?:[\w'’]+\s+){0,3}[\w'’]+:\s+")
 # A tally "so far" is no current value: it changes as it goes ("… has earned 10 stamps so
 # far"), as a verdict "so far" is no like
 SO_FAR = re.compile(r"\bso far\b", re.IGNORECASE)
@@ -78,7 +79,10 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
         return True
     if not self_contained(memory.content, mined=True):
         return False
-    if names and not names_its_person(memory.content, names):
+    # … before a short opening with a colon and after it ("Maya's fix was: store UTC …"
+    # names no one)
+    after = _COLON_OPENING.sub("", memory.content, count=1)
+    if names and not all(names_its_person(text, names) for text in {memory.content, after}):
         return False
     bare = without_opening(LEAD_IN.sub("", memory.content))
     # read as written and from where it names its person ("Back to refill options - the
