@@ -188,4 +188,4 @@ def _of_what(sentence: str) -> bool:
         return False
     heads = [part.split()[-1].casefold() for part in re.split(r",\s*(?:and\s+)?|\s+and\s+",
                                                             thing) if part.split()]
-    return bool(heads) and all(re.sub(r"^the\s+", "", head) in _ASPECT for head in heads)
+    return bool(heads) and all(head in _ASPECT for head in heads)
