@@ -122,11 +122,10 @@ _TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_A
 # … nor does an opening about the conversation itself ("Let the user start with the new
 # additions: …", "The user just realized the user didn't mention that …", "Maya forgot to
 # mention that …"); "Maya realized that she loves jazz" is a fact
-_SPEAKER = r"(?:i|the user|[A-Z][\w'’-]*)"
 _TOLD = r"(?:mention|say|add|tell you)(?: that)?\s+"
 _META = re.compile(rf"^(?:let (?:me|the user|[A-Z][\w'’-]*) (?:start|begin) with [^:.!?]{{1,60}}:"
-                   rf"\s+|{_SPEAKER} (?:just |also )?(?:realized|remembered)(?: that)? {_SPEAKER}"
-                   rf" (?:didn't|did not|never|forgot to) {_TOLD}|{_SPEAKER} (?:just |also )?"
+                   rf"\s+|{_SUBJECT} (?:just |also )?(?:realized|remembered)(?: that)? {_SUBJECT}"
+                   rf" (?:didn't|did not|never|forgot to) {_TOLD}|{_SUBJECT} (?:just |also )?"
                    rf"(?:forgot to|wanted to|should) {_TOLD})(?=\S)", re.IGNORECASE)
 
 
