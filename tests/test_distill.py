@@ -492,10 +492,27 @@ def test_a_taste_s_current_value_is_no_single_happening(
     ("The user likes the ideas, especially the personalized planner.",
      "A few ideas for her birthday: a personalized planner, marketing books.", True),
     ("The user loves the Jungle Adventure theme.", "Which theme did you choose?", False),
+    # a word of it shown, or most of its words said, not only asked about
+    ("Nate loves the way the frosting turned out.",
+     "Here's a pic of a cake I made! [a photo of a cake with white frosting on a table]", True),
+    ("Caroline loves the self-acceptance and love theme.",
+     "My aim was to show warmth, love and self-acceptance.", True),
+    ("The user likes the idea of a memory box.", "Some ideas: a memory box, a candle.", True),
+    ("The user loves the smell of the pages and the sound of the paper.",
+     "Some studies favour reading on paper. Ebooks are portable.", False),
+    ("Caroline loves all the yellow leaves.", "That pic is so beautiful, the colors really pop."
+     " [a photo of a path with yellow leaves]", True),
+    ("The user loves the challenging sequences and the feeling of building internal heat.",
+     "Flowing sequences build strength. Is it the challenging sequences, or the internal"
+     " heat?", False),
+    ("Maria really enjoys the upside-down poses.",
+     "Glad you found it. Do you have a favorite yoga pose?", False),
     ("The user is a big fan of street food.", "Bangkok is known for its street food.", False),
     ("The user loves the outdoors.", "Here are some camping tips.", False),
     ("The user loves Jungle Adventure themes.", "Try a Jungle Adventure theme.", False),
     ("The user went to the market.", "The market opens at 9.", False),
+    ("The user feels like the user has run out of ideas on what to do.",
+     "Ideas for when you run out of things to do: a class, a trip.", False),   # no like
 ])
 def test_a_like_of_what_the_other_side_just_offered_is_told_apart(
         statement: str, offered: str, answers: bool) -> None:

@@ -39,6 +39,7 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, read_long_term
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
+from projections.passages import sentences
 from projections.readable import (
     LIST_MARK,
     first_sentence,
@@ -56,7 +57,7 @@ from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import is_taste
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.statements import is_event, is_past
+from ..mining.statements import CAPTION, is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (
     INTENDS,
@@ -136,30 +137,46 @@ def value_section(subject: str) -> str:
     return PREFERENCE.section if is_taste(subject) else PROFILE.section
 
 
-# A like whose object is a definite phrase all of whose content words the other side had
-# just said ("The user loves the Jungle Adventure theme", "… likes the hybrid approach", "…
-# loves the ideas", after an assistant's suggestions) answers an offer: a reaction in that
-# conversation, not a taste the person brings to the next one. A taste said in the same
-# words as the topic stays ("… is a big fan of street food": no definite object), and so
-# does one the other side did not name ("… loves the outdoors").
-_LIKED = re.compile(r"\b(?:loves?|likes?|enjoys?|prefers?|adores?|is (?:a (?:big |huge )?fan"
+# A like whose object is a definite phrase that names what the other side had just shown
+# or said ("Nate loves the way the frosting turned out", after "[a photo of a cake with
+# white frosting …]"; "The user loves the Jungle Adventure theme", "… likes the hybrid
+# approach", "… loves the ideas", after an assistant's suggestions) answers an offer: a
+# reaction in that conversation, not a taste the person brings to the next one. Shown: a
+# word of it in a caption; said: most of its words in what the turn told, not asked
+# ("Which theme did you choose?", "Is it the challenging sequences …?"). A taste said in the
+# same words as the topic stays ("… is a big fan of street food": no definite object), and
+# so does one the other side did not name ("… loves the outdoors"), or named only in passing
+# in a long reply ("… loves the smell of the pages and the sound of the paper").
+# (a mined like's verb agrees with its one person: "feels like the user …" is none)
+_LIKED = re.compile(r"\b(?:loves|likes|enjoys|prefers|adores|is (?:a (?:big |huge )?fan"
                     r" of|into))\s+(?P<object>.+)", re.IGNORECASE)
 # thanks in a like's own sentence: it answers what the other side gave
 _THANKS = re.compile(r"\b(?:thanks|thank you)\b", re.IGNORECASE)
-_DEFINITE = re.compile(r"^(?:the|that|this|these|those|your)\b", re.IGNORECASE)
+_DEFINITE = re.compile(r"^(?:(?:all|both)(?: of)? )?(?:the|that|this|these|those|your)\b",
+                       re.IGNORECASE)
 
 
 def answers_an_offer(statement: str, offered: str) -> bool:
     """Whether a like (``statement``) is of something ``offered`` — the turn before it, by
-    the other side — had just named: its object, up to the first clause's end, is a
-    definite phrase and ``offered`` has every content word of it."""
+    the other side — had just shown or named: its object, up to the first clause's end, is
+    a definite phrase with a word in a caption of ``offered``, or with more than half of
+    its words in the sentences of ``offered`` that ask nothing."""
     found = _LIKED.search(first_sentence(statement))
     if found is None or not offered:
         return False
     thing = _CLAUSE_END.split(found.group("object"), maxsplit=1)[0]
-    words = set(content_words(thing))
-    return bool(_DEFINITE.match(thing)) and bool(words) \
-        and words <= set(content_words(offered))
+    words = _stems(thing)
+    if not _DEFINITE.match(thing) or not words:
+        return False
+    shown = _stems(" ".join(CAPTION.findall(offered)))
+    told = _stems(" ".join(s for s in sentences(CAPTION.sub(" ", offered))
+                           if not s.endswith("?")))
+    return not words.isdisjoint(shown) or 2 * len(words & told) > len(words)
+
+
+def _stems(text: str) -> set[str]:
+    """``text``'s content words, a plural's "s" dropped ("ideas", "the idea")."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 
 
 _CLAUSE_END = re.compile(r"[,;:.!?]|\s[-–—]\s")

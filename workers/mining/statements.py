@@ -36,7 +36,8 @@ from .text import GENERIC_SPEAKERS, content_words
 
 MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
-_CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")    # three words or more: "[secret]" stays
+# an image caption, "[a photo of …]": three words or more in brackets ("[secret]" stays)
+CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
                    r"|haha+|lol|sure|totally|honestly|actually)(?:[,!:]|\s*[-–—])?\s+"
@@ -84,7 +85,7 @@ class Statement:
 def sentences(text: str) -> list[str]:
     """``text``'s sentences (:func:`projections.passages.sentences`: a line is one too; a
     period inside "Chewy.com" or "3.50" ends none), captions and list marks left out."""
-    bare = _CAPTION.sub(" ", text)
+    bare = CAPTION.sub(" ", text)
     found = (_ENUMERATED.sub("", " ".join(s.split())) for s in split_sentences(bare))
     return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in found if s]
 
