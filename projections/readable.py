@@ -150,6 +150,28 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
     return text
 
 
+# Once a line has opened with the user as its subject, a later "the user's" reads "their"
+# and "the user" after a preposition "them" ("The user always carries their EpiPen with
+# them"): only for "the user", whose pronoun is known, not a name, and not in a line about
+# someone of theirs ("The user's sister loves the user's dog": "their" would be hers); a
+# new sentence names them again. Not after a word that may open a clause ("before the user
+# goes").
+_USER_SUBJECT = re.compile(r"^The user\b(?!['’])")
+_USER_POSSESSIVE = re.compile(r"\bthe user['’]s\b")
+_USER_OBJECT = re.compile(r"\b(about|at|by|for|from|into|of|on|to|with|without) the user\b"
+                          r"(?!['’])")
+
+
+def referring_back(line: str) -> str:
+    """``line`` with "their" and "them" for the user after its opening "The user" (see
+    :data:`_USER_SUBJECT`): "The user has been tracking the user's food intake" → "… their
+    food intake"."""
+    if not _USER_SUBJECT.match(line):
+        return line
+    rest = _USER_OBJECT.sub(r"\1 them", _USER_POSSESSIVE.sub("their", line[8:]))
+    return line[:8] + rest
+
+
 def self_contained(statement: str, *, mined: bool = False) -> bool:
     """Whether a statement reads on its own, without the conversation it came from: its
     first clause points at nothing it does not name, and its like no aspect of something

@@ -188,6 +188,23 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
                                "drinking milk.\n- I keep my own line.\n")
 
 
+def test_a_line_written_naming_the_user_twice_is_restated_once(home: Home) -> None:
+    """MEMORY.md written before a line referred back to the user ("their"): the next run
+    restates the line, neither keeping the old one beside it nor dropping it."""
+    old = "- The user loves cooking with the user's partner.\n"
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "cook", "type": "user_preference",
+             "content": "The user loves cooking with the user's partner, so that's a plus."}]),
+            stream="memory", occurred_at=T0)
+        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n" + old,
+                                     reviewed_upto=0), stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.stale_dropped == 0
+    assert memory_md(home) == ("# Memory\n\n## Preferences\n"
+                               "- The user loves cooking with their partner.\n")
+
+
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
     with EventLog(home.events_db) as log:
         for i in range(400):

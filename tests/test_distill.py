@@ -665,6 +665,26 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
     assert main_clause(sentence) == kept
 
 
+@pytest.mark.parametrize(("line", "read"), [
+    ("The user has been tracking the user's food intake.",
+     "The user has been tracking their food intake."),
+    ("The user always carries the user's EpiPen with the user.",
+     "The user always carries their EpiPen with them."),
+    # someone of the user's: "their" would be theirs
+    ("The user's sister loves the user's dog.", "The user's sister loves the user's dog."),
+    ("Melanie plays Melanie's violin.", "Melanie plays Melanie's violin."),   # a name
+    ("The user gets up before the user's partner and the user goes for a run before the user "
+     "eats.", "The user gets up before their partner and the user goes for a run before the "
+     "user eats."),                          # "before" may open a clause: "them eats"
+    ("The user got a bike. The user's old one broke.",
+     "The user got a bike. The user's old one broke."),   # a new sentence names them
+])
+def test_a_line_about_the_user_refers_back_to_them(line: str, read: str) -> None:
+    from projections.readable import referring_back
+
+    assert referring_back(line) == read
+
+
 def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
     from workers.consolidation.consolidate import statement_of
 

@@ -44,6 +44,7 @@ from projections.readable import (
     LIST_MARK,
     first_sentence,
     main_clause,
+    referring_back,
     self_contained,
     without_discourse,
 )
@@ -286,6 +287,11 @@ def statement_of(memory: Memory) -> str:
     ("…, because Maya is allergic to shellfish")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
+    return referring_back(_mined_statement(memory))
+
+
+def _mined_statement(memory: Memory) -> str:
+    """A mined memory's statement (:func:`statement_of`) as it names its person."""
     text = LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
@@ -429,9 +435,11 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 
 
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
-    """How earlier versions wrote a memory's line: its whole text, its first sentence."""
+    """How earlier versions wrote a memory's line: its whole text, its first sentence, its
+    statement naming the user wherever it does."""
     text = LEAD_IN.sub("", _plain(memory.content))
-    return memory.content, text, first_sentence(text)
+    named = _mined_statement(memory) if memory.source not in NOT_MINED else text
+    return memory.content, text, first_sentence(text), named
 
 
 def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
