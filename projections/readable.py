@@ -83,6 +83,30 @@ def first_sentence(statement: str) -> str:
     return statement[:found.end()].strip() if found else statement.strip()
 
 
+# A later sentence that only comments on what the one before said: it opens with "it",
+# "that", "this" or "there", judges or tells the effect on the person ("It's an awesome
+# way to connect", "It keeps Jon motivated", "There's so much adrenaline flowing"), and
+# names nothing new ("It's a Trek", "Her name's Coco", "It's a golden retriever" say a value)
+_COMMENT = re.compile(r"^(?:it|that|this|there)(?:'s|’s| is| was| has been| keeps| makes)\b"
+                      r"(?=.*\b(?:awesome|great|amazing|fun|cool|nice|wonderful|incredible"
+                      r"|intense|lovely|exciting|so|such|really|motivated|happy)\b"
+                      r"|\s+(?:keeps|makes)\b)", re.IGNORECASE)
+
+
+def without_comments(statement: str) -> str:
+    """``statement`` up to its first later sentence that only comments (see
+    :data:`_COMMENT`): "John loves climbing. It's an awesome way to connect." → "John
+    loves climbing." """
+    kept, rest = "", statement.strip()
+    while rest:
+        sentence = first_sentence(rest)
+        named = [w for w in re.findall(r"\b[A-Z][\w'’-]*|\d+", sentence[1:]) if w not in kept]
+        if kept and _COMMENT.match(sentence) and not named:
+            break
+        kept, rest = f"{kept} {sentence}".strip(), rest[len(sentence):].strip()
+    return kept
+
+
 # A discourse marker opening a statement says nothing of the fact ("Unfortunately, Joanna
 # can't have dairy", "As the user mentioned earlier, the user …", "Speaking of running, …",
 # which names the topic the turn came from): a closed class of words, not an opening that

@@ -205,6 +205,22 @@ def test_a_line_written_naming_the_user_twice_is_restated_once(home: Home) -> No
                                "- The user loves cooking with their partner.\n")
 
 
+def test_a_value_s_line_written_with_a_comment_is_restated_without_it(home: Home) -> None:
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "climb", "type": "user_preference", "subject": "john|hobby",
+             "content": "Anyway, John loves climbing. It's an awesome way to connect."}]),
+            stream="memory", occurred_at=T0)
+        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n- John loves "
+                                             "climbing. It's an awesome way to connect "
+                                             "(since 1 May 2024)\n", reviewed_upto=0),
+                   stream="memory")
+    report = consolidate(home, HEURISTIC)
+    assert report.stale_dropped == 0
+    assert memory_md(home) == ("# Memory\n\n## Preferences\n"
+                               "- John loves climbing (since 1 May 2024)\n")
+
+
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:
     with EventLog(home.events_db) as log:
         for i in range(400):

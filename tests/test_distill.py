@@ -685,6 +685,27 @@ def test_a_line_about_the_user_refers_back_to_them(line: str, read: str) -> None
     assert referring_back(line) == read
 
 
+@pytest.mark.parametrize(("statement", "kept"), [
+    ("John loves climbing and games. It's an awesome way to connect and have a blast.",
+     "John loves climbing and games."),
+    ("Jon uses a whiteboard to stay on track. It keeps Jon motivated and focused.",
+     "Jon uses a whiteboard to stay on track."),
+    ("Nate is in the tournament again. There's so much adrenaline flowing. Nate won.",
+     "Nate is in the tournament again."),
+    # a later sentence that names something new, or judges nothing, may say the value
+    ("Maria got a puppy. Her name's Coco and she's adorable.",
+     "Maria got a puppy. Her name's Coco and she's adorable."),
+    ("The user has a bike. It's a Trek and it's so fast.",
+     "The user has a bike. It's a Trek and it's so fast."),
+    ("Maya got a dog. It's a golden retriever.", "Maya got a dog. It's a golden retriever."),
+])
+def test_a_current_value_s_line_ends_before_a_sentence_that_only_comments(
+        statement: str, kept: str) -> None:
+    from workers.consolidation.consolidate import statement_of
+
+    assert statement_of(mined_line(statement, "someone|hobby")) == kept
+
+
 def test_a_current_value_s_line_has_no_discourse_marker_either() -> None:
     from workers.consolidation.consolidate import statement_of
 

@@ -46,6 +46,7 @@ from projections.readable import (
     main_clause,
     referring_back,
     self_contained,
+    without_comments,
     without_discourse,
 )
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
@@ -283,8 +284,9 @@ def statement_of(memory: Memory) -> str:
     looking to upgrade …" → "The user has a Honda Civic Si."): what follows is mostly the
     turn's chatter. A current value keeps what may say its value: all of its sentences
     when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
-    now."; not a preference, said right after "prefers"), a reason or relative clause
-    ("…, because Maya is allergic to shellfish")."""
+    now."; not a preference, said right after "prefers"), up to one that only comments
+    (:func:`projections.readable.without_comments`: "It's an awesome way to connect"), a
+    reason or relative clause ("…, because Maya is allergic to shellfish")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
     return referring_back(_mined_statement(memory))
@@ -295,7 +297,7 @@ def _mined_statement(memory: Memory) -> str:
     text = LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
-        return without_discourse(text)
+        return without_discourse(without_comments(text))
     return main_clause(first, value=bool(memory.subject))
 
 
@@ -435,11 +437,12 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 
 
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
-    """How earlier versions wrote a memory's line: its whole text, its first sentence, its
-    statement naming the user wherever it does."""
+    """How earlier versions wrote a memory's line: its whole text, its first sentence, all
+    its sentences without a discourse marker (comments too), its statement naming the user
+    wherever it does."""
     text = LEAD_IN.sub("", _plain(memory.content))
     named = _mined_statement(memory) if memory.source not in NOT_MINED else text
-    return memory.content, text, first_sentence(text), named
+    return memory.content, text, first_sentence(text), without_discourse(text), named
 
 
 def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
