@@ -95,6 +95,10 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("The sunset was unreal.", False),                 # says nothing about the speaker
     ("Looks like we both need a break.", False),       # the speaker and the listener
     ("We all have our different paths.", False),       # everyone
+    ("We push each other to improve.", False),          # a group, each on the others
+    ("We've been supporting one another all season.", False),
+    ("I love watching our pets play with one another.", True),   # the speaker's like
+    ("Let's keep chasing our dreams.", False),          # a suggestion to the listener
     ("I love to.", False),                              # an answer leaning on a question
     ("And yup, I do- Oscar, my guinea pig.", False),
     ("I have, like, three cats at home.", True),        # a comma is no ellipsis
@@ -116,6 +120,13 @@ def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None
     assert statements(turn("I painted a lake.", source=False)) == []   # a model's turn
     assert [s.text for s in statements(turn("I moved to Leeds.", speaker="user"))] == [
         "The user moved to Leeds."]
+
+
+def test_a_sentence_about_a_group_acting_on_each_other_joins_no_statement() -> None:
+    """"We back each other up" would read "John backs each other up", after the sentence
+    before it as much as on its own."""
+    found = statements(turn("I faced tough opponents. We back each other up and won't quit."))
+    assert [s.text for s in found] == ["Melanie faced tough opponents."]
 
 
 def test_a_period_inside_a_word_or_number_ends_no_sentence_and_a_line_ends_one() -> None:

@@ -53,13 +53,17 @@ _REACTION = re.compile(
     r"|congratulations|good luck|bye|see you|take care|sounds|that's|that sounds"
     r"|glad|sorry|i'm glad|i'm sorry|i'm so glad|i'm so sorry|i hope|i bet|i know|i see"
     r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see"
-    r"|i love that|i love it|i love this|i appreciate|i'm happy for)\b")
+    r"|i love that|i love it|i love this|i appreciate|i'm happy for"
+    r"|let's|let us)\b")   # "let's …": a suggestion, no fact
 # hedged, or a condition rather than a fact ("If I would like to play 2 matches a day, …")
 _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe|if"
                     r"|unless)\b")
-# "we" that takes in the listener ("we both need a break", "we all have our paths"): a
-# sentence about the two of them, or everyone, is no disclosure about the speaker
-_SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) of us\b")
+# "we" that takes in the listener ("we both need a break", "we all have our paths") or is
+# a group whose members act on each other ("we push each other to improve", which would
+# read "John pushes each other"): a sentence about the two of them, everyone or a group
+# together is no disclosure about the speaker
+_SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) of us\b"
+                     r"|\bwe\b(?:['’]\w+)?[^.!?;]*\b(?:each other|one another)\b")
 # an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"): what
 # it says is in the question, which is not repeated
 _ELLIPSIS = re.compile(r"\b(?:i|we) (?:do|did|am|was|have|had|will|would|can|could"
@@ -218,10 +222,11 @@ def _compound(before: list[str]) -> bool:
 def _follows(sentence: str) -> bool:
     """Whether a sentence that is no disclosure itself goes on with the one before ("We
     renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
-    reaction or talk about the listener."""
+    reaction, talk about the listener or about a "we" that is not the speaker."""
     low = sentence.casefold().replace("’", "'")
     return not (sentence.endswith("?") or _TO_LISTENER.search(low) or _REACTION.match(low)
-                or _HEDGE.match(low)) and len(content_words(sentence)) >= MIN_CONTENT_WORDS
+                or _HEDGE.match(low) or _SHARED.search(low)) \
+        and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
 def _vocative(names: Collection[str]) -> re.Pattern[str] | None:
