@@ -190,10 +190,11 @@ def referring_back(line: str) -> str:
     """``line`` with "their" and "them" for the user after its opening "The user" (see
     :data:`_USER_SUBJECT`): "The user has been tracking the user's food intake" → "… their
     food intake"."""
-    if not _USER_SUBJECT.match(line):
+    found = _USER_SUBJECT.match(line)
+    if found is None:
         return line
-    rest = _USER_OBJECT.sub(r"\1 them", _USER_POSSESSIVE.sub("their", line[8:]))
-    return line[:8] + rest
+    rest = line[found.end():]
+    return line[:found.end()] + _USER_OBJECT.sub(r"\1 them", _USER_POSSESSIVE.sub("their", rest))
 
 
 def self_contained(statement: str, *, mined: bool = False) -> bool:
