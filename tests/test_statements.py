@@ -95,6 +95,9 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("The sunset was unreal.", False),                 # says nothing about the speaker
     ("Looks like we both need a break.", False),       # the speaker and the listener
     ("We all have our different paths.", False),       # everyone
+    ("We should all join forces for the community.", False),   # everyone, after a modal
+    ("We've all been so busy.", False),
+    ("We have all the ingredients at home.", True),     # "all the …" is no "we all"
     ("We push each other to improve.", False),          # a group, each on the others
     ("We've been supporting one another all season.", False),
     ("I love watching our pets play with one another.", True),   # the speaker's like

@@ -58,11 +58,15 @@ _REACTION = re.compile(
 # hedged, or a condition rather than a fact ("If I would like to play 2 matches a day, …")
 _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe|if"
                     r"|unless)\b")
-# "we" that takes in the listener ("we both need a break", "we all have our paths") or is
+# "we" that takes in the listener ("we both need a break", "we all have our paths", "we
+# should all join forces", which would read "Maria should all join forces") or is
 # a group whose members act on each other ("we push each other to improve", which would
 # read "John pushes each other"): a sentence about the two of them, everyone or a group
 # together is no disclosure about the speaker
 _SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) of us\b"
+                     r"|\bwe(?:['’]\w+| (?:should|can|could|will|would|must|might|have|had|are"
+                     r"|were))+ (?:both|all|each)\b(?! (?:the|of|that|this|these|those|my|our"
+                     r"|your|his|her|their|day|night|week|weekend|year|morning|evening)\b)"
                      r"|\bwe\b(?:['’]\w+)?[^.!?;]*\b(?:each other|one another)\b")
 # an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"): what
 # it says is in the question, which is not repeated
