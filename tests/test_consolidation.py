@@ -5,6 +5,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
+
 from events import EventLog, Home
 from events.types import (
     FactsExtracted,
@@ -188,37 +190,30 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
                                "drinking milk.\n- I keep my own line.\n")
 
 
-def test_a_line_written_naming_the_user_twice_is_restated_once(home: Home) -> None:
-    """MEMORY.md written before a line referred back to the user ("their"): the next run
-    restates the line, neither keeping the old one beside it nor dropping it."""
-    old = "- The user loves cooking with the user's partner.\n"
+@pytest.mark.parametrize(("memory", "written", "now"), [
+    # written before a line referred back to the user ("their")
+    ({"content": "The user loves cooking with the user's partner, so that's a plus."},
+     "- The user loves cooking with the user's partner.",
+     "- The user loves cooking with their partner."),
+    # written before a value's line ended before a sentence that only comments
+    ({"subject": "john|hobby",
+      "content": "Anyway, John loves climbing. It's an awesome way to connect."},
+     "- John loves climbing. It's an awesome way to connect (since 1 May 2024)",
+     "- John loves climbing (since 1 May 2024)"),
+])
+def test_a_line_an_earlier_version_wrote_otherwise_is_restated_once(
+        home: Home, memory: dict, written: str, now: str) -> None:
+    """The next run restates such a line, neither keeping the old one beside it nor
+    dropping it."""
     with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s", model="heuristic", memories=[
-            {"id": "cook", "type": "user_preference",
-             "content": "The user loves cooking with the user's partner, so that's a plus."}]),
+            {"id": "m", "type": "user_preference", **memory}]),
             stream="memory", occurred_at=T0)
-        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n" + old,
+        log.append(LongTermRewritten(content=f"# Memory\n\n## Preferences\n{written}\n",
                                      reviewed_upto=0), stream="memory")
     report = consolidate(home, HEURISTIC)
     assert report.stale_dropped == 0
-    assert memory_md(home) == ("# Memory\n\n## Preferences\n"
-                               "- The user loves cooking with their partner.\n")
-
-
-def test_a_value_s_line_written_with_a_comment_is_restated_without_it(home: Home) -> None:
-    with EventLog(home.events_db) as log:
-        log.append(MemoriesMined(session="s", model="heuristic", memories=[
-            {"id": "climb", "type": "user_preference", "subject": "john|hobby",
-             "content": "Anyway, John loves climbing. It's an awesome way to connect."}]),
-            stream="memory", occurred_at=T0)
-        log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n- John loves "
-                                             "climbing. It's an awesome way to connect "
-                                             "(since 1 May 2024)\n", reviewed_upto=0),
-                   stream="memory")
-    report = consolidate(home, HEURISTIC)
-    assert report.stale_dropped == 0
-    assert memory_md(home) == ("# Memory\n\n## Preferences\n"
-                               "- John loves climbing (since 1 May 2024)\n")
+    assert memory_md(home) == f"# Memory\n\n## Preferences\n{now}\n"
 
 
 def test_the_cap_holds_by_dropping_the_oldest_lines(home: Home) -> None:

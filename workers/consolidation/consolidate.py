@@ -177,7 +177,10 @@ def answers_an_offer(statement: str, offered: str) -> bool:
 
 
 def _stems(text: str) -> set[str]:
-    """``text``'s content words, a plural's "s" dropped ("ideas", "the idea")."""
+    """``text``'s content words, a plural's "s" dropped ("ideas", "the idea"); not
+    :func:`..mining.text.stems`, whose "-ing"/"-ed"/"-es" cuts match a long reply's words
+    too freely: with them, LongMemEval's "The user loves the smell of the pages and the
+    sound of the paper as the user turns them" was left out as a reaction."""
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 
 
