@@ -8,6 +8,7 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
+from projections.inject import NOTE_HEADER
 from projections.tokens import estimate
 from workers.chat.memory import (
     ESTIMATE_SLACK,
@@ -57,8 +58,17 @@ def seed(log: EventLog, n: int = 400) -> None:
                         name="Ann"), stream="old", ref="old:1")
 
 
+def without_notes(request: list[dict]) -> list[dict]:
+    """A request's messages with every memory note taken out of its message."""
+    return [{**m, "content": m["content"].split("\n\n", 1)[1]}
+            if m["content"].startswith(NOTE_HEADER) else m for m in request]
+
+
 def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: Stores,
                                                           tmp_path: Path) -> None:
+    """One system prompt, read ahead, for the whole session; what comes after it is only
+    ever extended — but for a note that gives way to a later one (it leaves the prompt
+    whole; its message stays)."""
     log, store = stores
     seed(log)
     store.catch_up_all()
@@ -71,14 +81,22 @@ def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: St
         session.send(f"What do I like about my {topic}?")
     system = {r[0]["content"] for r in backend.requests}
     assert system == {warmed[0]["content"]}  # one system prompt for the whole session
+    gave_way = 0
     for earlier, later in zip(backend.requests, backend.requests[1:], strict=False):
-        assert later[:len(earlier)] == earlier  # earlier prompt text is never rewritten
+        assert without_notes(later)[:len(earlier)] == without_notes(earlier)
+        for before, after in zip(earlier, later[:len(earlier)], strict=True):
+            assert after == before or after == without_notes([before])[0]
+            gave_way += after != before
     notes = log.read(types=["MemoryInjected"], stream=session.id)
     assert [e.payload["kind"] for e in notes][0] == "start" and len(notes) > 2
+    assert gave_way  # the budget held one note at a time: each took the one before out
 
 
 def test_each_note_fits_what_the_budget_has_left(home: Home, stores: Stores,
                                                  tmp_path: Path) -> None:
+    """The memory in every prompt — the start block and the notes on the messages — stays
+    within the budget; when the notes leave a message too little of it, the oldest give way,
+    so every message still gets its note, and what they showed may be shown again."""
     log, store = stores
     seed(log, 2000)
     store.catch_up_all()
@@ -91,14 +109,40 @@ def test_each_note_fits_what_the_budget_has_left(home: Home, stores: Stores,
         assert session.memory_in_prompt() <= session.budget
     injected = log.read(types=["MemoryInjected"], stream=session.id)
     notes = [e.payload for e in injected if e.payload["kind"] == "turn"]
-    assert notes and all(p["memory_tokens"] <= p["budget_tokens"] == 512 for p in notes)
-    assert sum(e.payload["injected_tokens"] for e in injected) <= session.budget  # no compression
-    shown = [i for e in injected for i in e.payload["items"]]
-    assert len(shown) == len(set(shown))  # nothing shown twice
-    for message, payload in zip([m for m in session.history if m.memory_tokens], notes,
-                                strict=True):
-        note = message.content.split("\n\n", 1)[0]
-        assert note.startswith("[memory note]") and estimate(note) == payload["injected_tokens"]
+    assert len(notes) == len(TOPICS) * 2 - 1  # all but the first message (its note is capped)
+    assert all(p["memory_tokens"] <= p["budget_tokens"] == 512 for p in notes)
+    start = injected[0].payload["injected_tokens"]
+    for request, payload in zip(backend.requests[1:], notes, strict=True):
+        in_notes = [m["content"].split("\n\n", 1)[0] for m in request
+                    if m["content"].startswith(NOTE_HEADER)]
+        assert start + sum(estimate(n) for n in in_notes) == payload["memory_tokens"] <= 512
+        assert estimate(in_notes[-1]) == payload["injected_tokens"]  # the new one, last
+    shown = [i for p in notes for i in p["items"]]
+    assert len(shown) > len(set(shown))  # the second round shows again what gave way
+    for message in session.history:
+        assert not message.note or message.content.startswith(f"{message.note}\n\n")
+
+
+def test_a_message_with_nothing_new_takes_no_note_out(home: Home, stores: Stores,
+                                                      tmp_path: Path) -> None:
+    """Only a note with something in it makes an earlier one give way: a follow-up whose
+    recall finds nothing new leaves the note it may be asking about in the prompt."""
+    log, store = stores
+    seed(log, 2000)
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+    session = ChatSession(home, log, store, backend, Config(), tools=False)
+    session.start()
+    session.send("Hello there")
+    session.send("Remind me about the violin, please")
+    assert session.history[2].note and session.memory_in_prompt() > session.budget * 0.75
+    session.send("What is the capital of Peru?")  # nothing relevant: no note
+    assert session.history[2].note and backend.requests[-1][3]["content"].startswith(
+        NOTE_HEADER)
+    session.send("Remind me about the chess, please")
+    assert not session.history[2].note and session.history[2].content == \
+        "Remind me about the violin, please"
+    assert "chess" in session.history[6].note
 
 
 def test_a_note_never_pushes_a_long_message_over_the_window(home: Home, stores: Stores,
@@ -250,3 +294,37 @@ def test_notes_can_be_switched_off(home: Home, stores: Stores, tmp_path: Path) -
     session.send("where are my bees?")
     assert session.history[0].content == "where are my bees?"
     assert [e.payload["kind"] for e in log.read(types=["MemoryInjected"])] == ["start"]
+
+
+def test_the_proxy_gives_way_as_the_chat_does(home: Home, stores: Stores) -> None:
+    """A client resends the whole conversation each time: the proxy puts each note back on
+    its message, and takes the oldest out when the notes leave a new message too little of
+    the budget, as the chat does — every question after the first gets its note."""
+    from workers.proxy.memory import ProxyMemory
+
+    log, store = stores
+    seed(log, 2000)
+    store.catch_up_all()
+    proxy = ProxyMemory(home, "http://127.0.0.1:9")  # nothing listens: the default window
+    proxy.open()
+    try:
+        messages: list[dict] = []
+        sent = []
+        for topic in ["greeting", *TOPICS[:4]]:
+            messages.append({"role": "user", "content": f"Remind me about the {topic}, please"})
+            exchange = proxy.begin(messages, "fake")
+            proxy.finish(exchange, "Noted.")
+            messages.append({"role": "assistant", "content": "Noted."})
+            sent.append(exchange.messages)
+    finally:
+        proxy.close()
+    budget = exchange.session.memory.budget
+    start = exchange.session.start.injected_tokens if exchange.session.start else 0
+    for request in sent[1:]:
+        notes = [m["content"].split("\n\n", 1)[0] for m in request
+                 if m["role"] == "user" and m["content"].startswith(NOTE_HEADER)]
+        assert request[-1]["content"].startswith(NOTE_HEADER)  # this message's own note
+        assert start + sum(estimate(n) for n in notes) <= budget
+    assert without_notes(sent[-1])[:len(sent[1])] == without_notes(sent[1])
+    assert sent[1][3]["content"].startswith(NOTE_HEADER)  # the first note (the system
+    assert not sent[2][3]["content"].startswith(NOTE_HEADER)  # message first) gave way

@@ -15,18 +15,24 @@ rewriting earlier prompt text.
   the budget has left and what the context window has free once the prompt, the message
   and the reply are in (a long pasted message gets no note rather than an overflow). The
   memory in the prompt (the start block plus the notes of the messages still in the
-  history) never exceeds ``budget_pct`` of the window; a compression that summarises old
-  messages frees their notes' share. A note is read by the server after its message
-  arrives, so the first message's note — which the first reply waits for — is capped
-  (:func:`first_note_cap`): at most half of what the message itself makes the server read,
-  so the first token comes within 1.5x of the time without memory. A short first message
-  gets no note; what it most likely needs is in the start block, read ahead.
+  history) never exceeds ``budget_pct`` of the window. When the notes already in the
+  history leave a new message less than half of the notes' share (:func:`giving_way`), the
+  oldest of them leave the prompt, their message kept, so that every question of a session
+  can bring what it needs, not only the first; the server then reads the prompt again from
+  the first message changed. A message with nothing new to recall takes no note out. A
+  compression that summarises old messages frees their notes' share too. A note is read
+  by the server after its message arrives, so the first message's note — which the first
+  reply waits for — is capped (:func:`first_note_cap`): at most half of what the message
+  itself makes the server read, so the first token comes within 1.5x of the time without
+  memory. A short first message gets no note; what it most likely needs is in the start
+  block, read ahead.
 
 Small models rarely call memory tools well; the notes bring what a message needs without
 them. Each injection is recorded by the session as ``MemoryInjected``.
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from events import Home
@@ -92,19 +98,40 @@ class SessionMemory:
         self.shown = {item.id for item in injection.items}
         return injection
 
-    def note_for(self, text: str, in_prompt: int, cap: int | None = None) -> Injection:
+    def note_for(self, text: str, in_prompt: int, cap: int | None = None,
+                 freed: Collection[str] = ()) -> Injection:
         """A note for a message, within what the budget has left (``in_prompt``: the memory
         tokens already in the prompt) and at most ``cap`` tokens (the first message's cap,
         the room the context window has free). Empty when nothing new is relevant enough
-        or there is no room."""
+        or there is no room. ``freed``: the items of the earlier notes that leave the
+        prompt if this note is given (:func:`giving_way`; ``in_prompt`` and ``cap`` as
+        without them): they may be shown again."""
         room = self.budget - in_prompt if cap is None else min(cap, self.budget - in_prompt)
         if room < estimate(NOTE_HEADER) + MIN_ITEM_TOKENS:  # no item fits: no recall to wait for
             return Injection("", room, 0, [])
+        shown = self.shown - set(freed)
         injection = build_note(self.store.db, text, room, self.top_k,
-                               semantic_searcher(self.home, self.store), exclude=self.shown,
+                               semantic_searcher(self.home, self.store), exclude=shown,
                                min_score=NOTE_MIN_SCORE, session=self.session_id)
-        self.shown |= {item.id for item in injection.items}
+        if injection.items:
+            self.shown = shown | {item.id for item in injection.items}
         return injection
+
+
+def giving_way(earlier: Sequence[int], budget: int, start: int) -> int:
+    """How many of the notes still in the prompt (``earlier``: their tokens, oldest first)
+    leave it for a new message's note: none while the budget has at least half of what the
+    start block (``start`` tokens) leaves the notes; else the oldest, one by one, until it
+    has. With a 2,048-token window (512 tokens of memory, at most 256 of them the start
+    block's) one full note fills the budget, so each later note takes the one before it
+    out; a wider window keeps several."""
+    share = budget - start
+    left = share - sum(earlier)
+    given = 0
+    while given < len(earlier) and 2 * left < share:
+        left += earlier[given]
+        given += 1
+    return given
 
 
 def note_room(window: int, max_reply: int | None, prompt: int, text: str, *, first: bool,

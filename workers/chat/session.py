@@ -45,7 +45,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .memory import SessionMemory, note_room
+from .memory import SessionMemory, giving_way, note_room
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -94,6 +94,13 @@ class _Message:
     content: str
     event_ids: list[str] = field(default_factory=list)
     memory_tokens: int = 0  # of a memory note attached to this (user) message
+    note: str = ""          # that note, before the message's own text in ``content``
+    note_items: tuple[str, ...] = ()
+
+    def drop_note(self) -> None:
+        """Take the note out of the message (:func:`.memory.giving_way`), its text kept."""
+        self.content = self.content.removeprefix(f"{self.note}\n\n")
+        self.note, self.note_items, self.memory_tokens = "", (), 0
 
 
 class ChatSession:
@@ -165,7 +172,7 @@ class ChatSession:
 
     def memory_text(self) -> str:
         """All the memory in the prompt now: the start block and the notes in the history."""
-        notes = [m.content.split("\n\n", 1)[0] for m in self.history if m.memory_tokens]
+        notes = [m.note for m in self.history if m.note]
         return "\n".join(t for t in [self.memory_block, *notes] if t)
 
     def memory_in_prompt(self) -> int:
@@ -180,17 +187,27 @@ class ChatSession:
         server after the message arrives, so in a session with a start block (read ahead)
         the first message's note is capped (:func:`workers.chat.memory.first_note_cap`) —
         none without ``memory.first_note`` — lest the first reply wait for it
-        (docs/benchmarks.md, "First token with memory")."""
+        (docs/benchmarks.md, "First token with memory"). When the notes in the history
+        leave it too little of the budget, the oldest give way
+        (:func:`workers.chat.memory.giving_way`) — only if this one has something."""
         if not self.config.memory.turn_recall:
             return None
-        cap = note_room(self.window, self.config.llm.max_reply_tokens, self.history_tokens(),
-                        text, first=self.injection is not None and not self.history,
+        noted = [m for m in self.history if m.note]
+        start = self.injection.injected_tokens if self.injection else 0
+        leaving = noted[:giving_way([m.memory_tokens for m in noted], self.budget, start)]
+        freed = sum(m.memory_tokens for m in leaving)
+        cap = note_room(self.window, self.config.llm.max_reply_tokens,
+                        self.history_tokens() - freed, text,
+                        first=self.injection is not None and not self.history,
                         first_note=self.config.memory.first_note)
         if cap is None:
             return None  # first_note off: the first reply reads only what was read ahead
-        note = self.memory.note_for(text, self.memory_in_prompt(), cap)
+        note = self.memory.note_for(text, self.memory_in_prompt() - freed, cap,
+                                    freed=[i for m in leaving for i in m.note_items])
         if not note.text:
             return None
+        for message in leaving:
+            message.drop_note()
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
                                     injected_tokens=note.injected_tokens,
                                     items=[i.id for i in note.items], kind="turn",
@@ -230,7 +247,9 @@ class ChatSession:
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
         content = f"{note.text}\n\n{text}" if note else text
         self.history.append(_Message("user", content, [user_id],
-                                     note.injected_tokens if note else 0))
+                                     note.injected_tokens if note else 0,
+                                     note.text if note else "",
+                                     tuple(i.id for i in note.items) if note else ()))
         try:
             reply = self._chat([], on_token, on_reply_end)
             if self.tools:

@@ -15,7 +15,8 @@ conversation's start block ahead.
 The prompt is built as the chat builds it (:mod:`workers.chat.memory`): the start block ends
 the system message and stays the same for the whole session, and each note stays on its
 message in every later request, so an upstream with a prompt cache (llama.cpp) keeps reusing
-the prefix.
+the prefix — until the notes leave a new message's note too little of the budget: then the
+oldest give way (:func:`workers.chat.memory.giving_way`).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from projections import ProjectionStore, open_store
 from projections.inject import Injection, budget_for
 from projections.tokens import estimate
 
-from ..chat.memory import SessionMemory, note_room
+from ..chat.memory import SessionMemory, giving_way, note_room
 from ..chat.session import DEFAULT_CONTEXT, system_prompt
 from ..llm import OpenAIBackend
 from ..llm.base import OPENAI_KEY_ENV
@@ -134,7 +135,7 @@ class ProxyMemory:
         text = message_text(messages[-1].get("content"))
         session = self._session(earlier, model)
         number = sum(1 for role, _ in earlier if role == "user")
-        note = self._note(session, messages, text, first=not earlier)
+        note = self._note(session, messages, text, number, first=not earlier)
         if note is not None:
             session.notes[number] = note
         else:
@@ -222,26 +223,37 @@ class ProxyMemory:
         window = self.window(self._model)
         self._ahead = _ReadAhead(log.head(), window, self._new_session(window))
 
-    def _note(self, session: ProxySession, messages: list[dict], text: str, *,
-              first: bool) -> Injection | None:
-        """The note for the new message, as the chat sizes it: within what the budget has
-        left and what the window has free once the prompt and the reply are in; the first
-        message's note capped so the first token does not wait for it."""
+    def _note(self, session: ProxySession, messages: list[dict], text: str,
+              number: int, *, first: bool) -> Injection | None:
+        """The note for the new message (the ``number``-th user message, from 0), as the
+        chat sizes it: within what the budget has left and what the window has free once
+        the prompt and the reply are in; the first message's note capped so the first
+        token does not wait for it; the oldest earlier notes giving way when they leave it
+        too little of the budget (:func:`workers.chat.memory.giving_way`)."""
         memory = self.config.memory
         if not memory.turn_recall or not text.strip():
             return None
-        in_prompt = (session.start.injected_tokens if session.start else 0) + \
-            sum(note.injected_tokens for note in session.notes.values())
+        start = session.start.injected_tokens if session.start else 0
+        in_prompt = start + sum(note.injected_tokens for note in session.notes.values())
+        noted = sorted(n for n in session.notes if n < number)
+        leaving = noted[:giving_way([session.notes[n].injected_tokens for n in noted],
+                                    session.memory.budget, start)]
+        freed = sum(session.notes[n].injected_tokens for n in leaving)
         prompt = sum(estimate(message_text(m.get("content"))) for m in messages[:-1]) + \
-            (estimate(session.start.text) if session.start else 0)
+            (estimate(session.start.text) if session.start else 0) + in_prompt - start - freed
         cap = note_room(session.window, self.config.llm.max_reply_tokens, prompt, text,
                         first=first and session.start is not None,
                         first_note=memory.first_note)
         if cap is None:
             return None
-        note = session.memory.note_for(text, in_prompt, cap)
+        note = session.memory.note_for(
+            text, in_prompt - freed, cap,
+            freed=[item.id for n in leaving for item in session.notes[n].items])
         if not note.text:
             return None
+        for n in leaving:
+            del session.notes[n]
+        in_prompt -= freed
         log, _ = self._opened()
         log.append(MemoryInjected(session=session.id, budget_tokens=session.memory.budget,
                                   injected_tokens=note.injected_tokens,
