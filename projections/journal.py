@@ -28,7 +28,7 @@ from events.types import (
 
 from .engine import Projector, mark_dirty
 from .items import forget_keys, journal_items
-from .readable import self_contained
+from .readable import referring_back, self_contained
 from .schema import create_table
 from .secrets import scrub
 
@@ -41,7 +41,7 @@ class JournalProjector(Projector):
     name = "journal"
     handles = frozenset({Remembered, FactsExtracted, MemoryForgotten, MemoriesMined,
                          JournalArchived})
-    version = 6
+    version = 7
 
     def create(self, db: sqlite3.Connection) -> None:
         create_table(db, "journal_entries", {
@@ -169,6 +169,6 @@ def render_day(db: sqlite3.Connection, date: str) -> str | None:
     if not entries:
         return None
     lines = [f"# Journal {date}", ""]
-    for _id, at, source, content in entries:
-        lines.append(f"- {at[11:19]} [{source}] {' '.join(content.split())}")
+    for _id, at, source, content in entries:  # "The user … their …", as MEMORY.md says it
+        lines.append(f"- {at[11:19]} [{source}] {referring_back(' '.join(content.split()))}")
     return "\n".join(lines) + "\n"

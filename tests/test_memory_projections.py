@@ -81,6 +81,20 @@ def test_a_days_journal_keeps_the_mined_lines_that_read_on_their_own(
     assert [m.content for m in list_memories(store.db)] == said
 
 
+def test_a_journal_line_names_the_user_once(home: Home, log: EventLog,
+                                            store: ProjectionStore) -> None:
+    """A line about the user says "their" after its opening "The user", as MEMORY.md does;
+    the memory keeps what mining wrote."""
+    said = "The user set up the user's new router and it means a lot to the user."
+    log.append(MemoriesMined(session="s", model="heuristic", memories=[
+        {"id": "m0", "type": "user_preference", "content": said, "refs": ["c:0"],
+         "at": at(1).isoformat()}]), stream="memory")
+    store.catch_up_all()
+    assert (home.memory_dir / "2024-03-01.md").read_text().endswith(
+        "- 10:15:30 [heuristic] The user set up their new router and it means a lot to them.\n")
+    assert [m.content for m in list_memories(store.db)] == [said]
+
+
 def test_other_files_in_the_memory_folder_are_never_touched(home: Home, log: EventLog,  # type: ignore[no-untyped-def]
                                                             store) -> None:
     home.memory_dir.mkdir(parents=True)
