@@ -1,5 +1,5 @@
-"""What a chat puts in the model's prompt from memory, within the budget, without ever
-rewriting earlier prompt text.
+"""What a chat puts in the model's prompt from memory, within the budget, rewriting earlier
+prompt text only to take out a note that gives way.
 
 - **The start block**, built when the session starts, before the first message: the
   workspace profile, project facts, MEMORY.md, the newest notes someone asked to be
