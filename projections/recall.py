@@ -27,6 +27,7 @@ from .fts import STOPWORDS
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states, replaced_refs
+from .passages import sentences
 from .recency import (
     change_factors,
     recency_factors,
@@ -330,9 +331,9 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     fused = _fuse(lexical, cosines)
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
+    chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
     if weights.CONTEXT_WEIGHT:
         reads.know(hits.values())
-        chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
         fused, fresh = context.in_context(
             db, fused, {key: (hit.id, speaker_of(hit.content)) for key, hit in hits.items()
                         if hit.source == TURN},
@@ -351,6 +352,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)
+        if hit is not None and hit.session in chats and only_asks(hit.content):
+            continue
         weight = None if hit is None else _weight(hit, now, essays, states, replaced)
         if hit is not None and weight is not None:
             ranked.append((score * weight, hit))
@@ -372,6 +375,15 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
                         + ranked[weights.COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
     return ranked
+
+
+def only_asks(content: str) -> bool:
+    """Whether a turn item (``Speaker: text``) only asks: every sentence a question. In a
+    diarist chat such a turn is a query to memory, or a model echoing one, never evidence
+    of its answer ("user: Where do I live now?"); recalled, it would outrank the turn that
+    answers it the next time the person asks, and the model's reply to it after it."""
+    said = sentences(content.partition(": ")[2] if speaker_of(content) else content)
+    return bool(said) and all(sentence.endswith("?") for sentence in said)
 
 
 def _weight(hit: Hit, now: dt.datetime, essays: set[str],

@@ -244,6 +244,27 @@ def test_no_context_around_a_models_reply(log: EventLog, store: ProjectionStore)
     assert fresh == {} and scores == {asked: 1.0}
 
 
+def test_a_question_asked_in_a_diarist_chat_is_never_recalled(log: EventLog,
+                                                                store: ProjectionStore) -> None:
+    """A person asking their chat "where do I live now?" again and again, and a model
+    echoing it, is no evidence of where they live: such turns of a diarist chat are not
+    recalled (they would outrank what answers them, and the replies after them). The same
+    question between two people in an imported conversation still is."""
+    for session, backend in (("chat/a", "openai"), ("chat/b", "openai"), ("imp", "import")):
+        log.append(SessionStarted(session=session, backend=backend, model="m",
+                                  context_window=2048), stream=session)
+    say(log, "chat/a", "user", "I live in Porto now and my job is nursing.", "a:0", 0)
+    for n in range(3):
+        say(log, "chat/b", "user", "Where do I live now? And what is my job?", f"b:{n}", n + 1)
+    say(log, "chat/b", "m", "Where do I live now, and what is my job?", "b:9", 5, "assistant")
+    say(log, "imp", "Tim", "Where do you live now, John? What is your job?", "i:0", 6)
+    store.catch_up_all()
+    found = recall(store.db, "Where do I live now, and what is my job?", budget=0, k=10)
+    refs = {ref for item in found.items for ref in item.refs}
+    assert "a:0" in refs and "i:0" in refs
+    assert not refs & {"b:0", "b:1", "b:2", "b:9"}
+
+
 # --- the dates a question names ---------------------------------------------------------------
 
 def test_dates_in_a_question() -> None:
