@@ -132,12 +132,15 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
             {"id": "like", "type": "user_preference",
              "content": "The user loves hiking. So fun."},
             {"id": "job", "type": "user_preference", "subject": "ann|job",
-             "content": "Career change done: Ann got hired as a nurse."}]),
+             "content": "Career change done: Ann got hired as a nurse."},
+            {"id": "move", "type": "user_preference", "subject": "user|home",
+             "content": "Big news: the user moved from Porto to Lisbon."}]),
             stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
     assert "- Ann lives in Oslo. The view is awesome (since 1 May 2024)" in memory_md(home)
     assert "- The user loves hiking.\n" in memory_md(home) and "So fun" not in memory_md(home)
     assert "- Ann got hired as a nurse (since 1 May 2024)" in memory_md(home)   # no headline
+    assert "- The user moved from Porto to Lisbon (since 1 May 2024)" in memory_md(home)
     with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s1", model="heuristic", memories=[
             {"id": "bike", "type": "user_preference", "subject": "ann|vehicle",

@@ -752,6 +752,7 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first
     ("Ravi's cat has been renamed Mochi.", True),                # the person's own thing
     ("Career change done: Ravi got hired as a tester.", True),   # after a headline
+    ("Quick update: the user is going to move to Leeds.", False),  # an intention, after one
     ("The user moved to Leeds.", True),
     ("Pets have a way of brightening Joanna's days.", False),    # mentioned in passing
     ("Marrying Melanie's partner was the best part.", False),

@@ -63,13 +63,13 @@ from ..mining.statements import CAPTION, is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (
     INTENDS,
-    LEAD_IN,
     NEEDS,
     SO_FAR,
     WHO,
     first_word,
     speaker_names,
     states_a_value,
+    without_lead_in,
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -109,7 +109,7 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     mined = memory.source not in NOT_MINED
     if mined and not self_contained(memory.content, mined=True):
         return None
-    if mined and today is not None and INTENDS.match(LEAD_IN.sub("", memory.content)) \
+    if mined and today is not None and INTENDS.match(without_lead_in(memory.content)) \
             and _gone_by(memory, today):
         return None       # a plan of any kind ("… to shop at Publix in the week of …")
     if not mined or memory.type != PREFERENCE.name:
@@ -297,7 +297,7 @@ def statement_of(memory: Memory) -> str:
 
 def _mined_statement(memory: Memory) -> str:
     """A mined memory's statement (:func:`statement_of`) as it names its person."""
-    text = LEAD_IN.sub("", _plain(memory.content))   # "Career change done: Aisha got …"
+    text = without_lead_in(_plain(memory.content))   # "Career change done: Aisha got …"
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
         return without_discourse(without_comments(text))
@@ -443,9 +443,11 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence, all
     its sentences without a discourse marker (comments too), its statement naming the user
     wherever it does."""
-    text = LEAD_IN.sub("", _plain(memory.content))
+    text = without_lead_in(_plain(memory.content))
     named = _mined_statement(memory) if memory.source not in NOT_MINED else text
-    return memory.content, text, first_sentence(text), without_discourse(text), named
+    headline = main_clause(first_sentence(_plain(memory.content)))   # "Big news: the user …"
+    return (memory.content, text, first_sentence(text), without_discourse(text), named,
+            headline)
 
 
 def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:

@@ -23,7 +23,17 @@ from .statements import is_event
 
 # a short headline before a colon, then the statement ("Big news: Maya moved …"); not
 # "Guess what Maya does now: pottery", where the value follows the colon
-LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z])(?!I\b)")  # a quote stays
+# a headline before a colon ("Career change done: Aisha got …", "Big news: the user moved
+# …"); a quote stays ("Tim: I …")
+LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z]|the user\b)(?!I\b)")
+
+
+def without_lead_in(text: str) -> str:
+    """``text`` without its headline (:data:`LEAD_IN`), opening with a capital."""
+    bare = LEAD_IN.sub("", text, count=1)
+    return bare[:1].upper() + bare[1:] if bare != text else text
+
+
 _COLON_OPENING = re.compile(r"^(?:[\w'’]+\s+){0,3}[\w'’]+:\s+")
 # A tally "so far" is no current value: it changes as it goes ("… has earned 10 stamps so
 # far"), as a verdict "so far" is no like
@@ -84,7 +94,7 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     after = _COLON_OPENING.sub("", memory.content, count=1)
     if names and not all(names_its_person(text, names) for text in {memory.content, after}):
         return False
-    bare = without_opening(LEAD_IN.sub("", memory.content))
+    bare = without_opening(without_lead_in(memory.content))
     # read as written and from where it names its person ("Back to refill options - the
     # user will …")
     return not any(_says_no_value(text, memory.subject)
@@ -145,7 +155,7 @@ def names_its_person(text: str, names: frozenset[str]) -> bool:
     them in passing, where the attribute the classifier heard is no fact about them ("Pets
     have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
     part")."""
-    first = first_sentence(LEAD_IN.sub("", " ".join(text.split())))
+    first = first_sentence(without_lead_in(" ".join(text.split())))
     if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
         return True
     names = names - {"the"}     # "the" stands for "The user", found above
