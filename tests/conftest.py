@@ -19,6 +19,12 @@ from events import EventLog, Home
 from events.home import UMASK
 from projections import ProjectionStore, open_store
 
+# The Ctrl-C tests need SIGINT to raise KeyboardInterrupt, here and in the processes they
+# start: a run launched in the background of a non-interactive shell ("nohup … &") ignores
+# SIGINT, Python then installs no handler, and children inherit the ignoring. A handler set
+# here is reset to the default in every child at exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # freezegun looks for datetime in every loaded module when a freeze starts: with torch and
 # the other libraries of the embedding export loaded, that took 13 s a test. Diarist reads
 # the time through events.clock; these libraries' clocks need not move.

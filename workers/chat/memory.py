@@ -124,7 +124,7 @@ def giving_way(earlier: Sequence[int], budget: int, start: int) -> int:
     start block (``start`` tokens) leaves the notes; else the oldest, one by one, until it
     has. With a 2,048-token window (512 tokens of memory, at most 256 of them the start
     block's) one full note fills the budget, so each later note takes the one before it
-    out; a wider window keeps several."""
+    out; short notes stay together while they leave half the share."""
     share = budget - start
     left = share - sum(earlier)
     given = 0
