@@ -21,16 +21,16 @@ from dataclasses import dataclass
 
 from events.memory_types import head
 
+from .block_headers import HEADER, KNOWLEDGE_TITLE, MEMORIES_TITLE, NOTE_HEADER
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
 from .relative_time import annotate, day_text
 from .search import turns_by_ref
 from .tokens import estimate
 
-HEADER = "[memory context]"
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     *((kind.heading, (kind.name,)) for kind in head()),  # [workspace profile], [project facts]
-    ("[relevant experience]", ("memory",)),
-    ("[knowledge]", ("long_term", "journal", "turn")),
+    (MEMORIES_TITLE, ("memory",)),
+    (KNOWLEDGE_TITLE, ("long_term", "journal", "turn")),
 )
 
 
@@ -111,7 +111,6 @@ def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int) -> 
     return _fitted(items, budget, render_block)
 
 
-NOTE_HEADER = "[memory note]"
 
 
 def render_note(items: list[RecallItem]) -> str:

@@ -22,7 +22,7 @@ from events.db import read_transaction
 from events.memory_types import PROJECT_FACT, head, names
 from events.text import repaired
 
-from . import context, weights
+from . import block_headers, context, weights
 from .fts import STOPWORDS
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
@@ -347,12 +347,16 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
+    echoes = _echoes(db, [hit for hit in hits.values() if hit.source == TURN
+                          and is_model(speaker_of(hit.content), hit.session, chats)
+                          and hit.session in chats])
     intent = temporal_intent(query)
     replaced = replaced_refs(db) if intent in weights.REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)
-        if hit is not None and hit.session in chats and only_asks(hit.content):
+        if key in echoes or hit is not None and hit.session in chats and \
+                only_asks(hit.content):
             continue
         weight = None if hit is None else _weight(hit, now, essays, states, replaced)
         if hit is not None and weight is not None:
@@ -384,6 +388,35 @@ def only_asks(content: str) -> bool:
     answers it the next time the person asks, and the model's reply to it after it."""
     said = sentences(content.partition(": ")[2] if speaker_of(content) else content)
     return bool(said) and all(sentence.endswith("?") for sentence in said)
+
+
+def _echoes(db: sqlite3.Connection, replies: Sequence[Hit]) -> set[str]:
+    """The keys of the model's replies among ``replies`` (a diarist chat's) that say
+    nothing of their own: every word of theirs is in the message they answer (a small model
+    echoing it: "By the way, I live in Lisbon now"), or they copy the memory block the
+    prompt carried (a header of it: "[relevant experience] - …"). Recalled, such a reply
+    repeats the person's words or memory under the model's name, often above them."""
+    if not replies:
+        return set()
+    ids = sorted({hit.id for hit in replies})
+    before = dict(db.execute(
+        "SELECT t.event_id, (SELECT p.text FROM turns p WHERE p.session = t.session"
+        " AND p.seq < t.seq ORDER BY p.seq DESC LIMIT 1) FROM turns t"
+        f" WHERE t.event_id IN ({','.join('?' * len(ids))})", ids).fetchall())
+    return {hit.key for hit in replies if says_nothing(hit.content, before.get(hit.id) or "")}
+
+
+def says_nothing(reply: str, message: str) -> bool:
+    """Whether a model's reply (a turn item, ``Speaker: text``) says nothing of its own
+    beside ``message``, the text it answers: every word of it is there, or it copies a
+    header of the memory block."""
+    said = reply.partition(": ")[2]
+    return any(header in said for header in block_headers.ALL) or \
+        _words(said) <= _words(message.partition(": ")[2] if speaker_of(message) else message)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9']+", text.casefold()) if w not in STOPWORDS}
 
 
 def _weight(hit: Hit, now: dt.datetime, essays: set[str],
@@ -476,13 +509,22 @@ def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit
     reply only when the reply is a named speaker's (a question put to them, answered).
     Returns the re-ranked hits and each turn hit's reply to show."""
     speakers = [speaker_of(hit.content) if hit.source == TURN else "" for _, hit in ranked]
+    chats = chat_sessions(db, [hit.session for _, hit in ranked if hit.source == TURN])
+
+    def echo(turn: Hit, reply: Hit) -> bool:   # a diarist chat's model saying nothing new
+        return reply.session in chats and is_model(speaker_of(reply.content), reply.session,
+                                                   chats) and says_nothing(reply.content,
+                                                                           turn.content)
+
     if not named.speakers or {s for s in speakers if s} <= named.speakers:
-        return ranked, _Replies(db, [hit for _, hit in ranked if hit.source == TURN])
+        return ranked, _Replies(db, [hit for _, hit in ranked if hit.source == TURN],
+                                (lambda turn, reply: not echo(turn, reply)) if chats else None)
     factors = speaker_factors(named.speakers, speakers)
     voiced = [(score * f, hit) for (score, hit), f in zip(ranked, factors, strict=True)]
     voiced.sort(key=lambda pair: (-pair[0], pair[1].key))
     return voiced, _Replies(db, [hit for _, hit in voiced if hit.source == TURN],
-                            lambda reply: speaker_of(reply.content) in named.speakers)
+                            lambda turn, reply: speaker_of(reply.content) in named.speakers
+                            and not echo(turn, reply))
 
 
 def _pack(db: sqlite3.Connection, ranked: list[tuple[float, Hit]], replies: _Replies,
@@ -594,7 +636,7 @@ class _Replies:
     BATCH = 64
 
     def __init__(self, db: sqlite3.Connection, turns: list[Hit],
-                 keep: Callable[[Hit], bool] | None = None) -> None:
+                 keep: Callable[[Hit, Hit], bool] | None = None) -> None:
         self.db, self.turns, self.keep = db, turns, keep
         self.position = {hit.key: i for i, hit in enumerate(turns)}
         self.read: set[str] = set()
@@ -607,7 +649,8 @@ class _Replies:
             batch = [hit for hit in self.turns[at:at + size] if hit.key not in self.read]
             self.read.update(hit.key for hit in batch)
             self.found.update((k, reply) for k, reply in _replies(self.db, batch).items()
-                              if self.keep is None or self.keep(reply))
+                              if self.keep is None
+                              or self.keep(self.turns[self.position[k]], reply))
         return self.found.get(key)
 
 

@@ -265,6 +265,29 @@ def test_a_question_asked_in_a_diarist_chat_is_never_recalled(log: EventLog,
     assert not refs & {"b:0", "b:1", "b:2", "b:9"}
 
 
+def test_a_models_reply_that_says_nothing_of_its_own_is_never_recalled(
+        log: EventLog, store: ProjectionStore) -> None:
+    """A small model echoing the message it answers, or copying the memory block of its
+    prompt, repeats the person's words or memory under its own name: such a reply of a
+    diarist chat is not recalled; a reply that says something is."""
+    log.append(SessionStarted(session="chat/a", backend="openai", model="m",
+                              context_window=2048), stream="chat/a")
+    say(log, "chat/a", "user", "By the way, I live in Lisbon now.", "a:0", 0)
+    say(log, "chat/a", "m", "By the way, I live in Lisbon now!", "a:1", 0, "assistant")
+    say(log, "chat/a", "user", "Any tips for my sister's visit?", "a:2", 1)
+    say(log, "chat/a", "m", "[relevant experience]\n- The user lives in Lisbon now.", "a:3", 1,
+        "assistant")
+    say(log, "chat/a", "user", "Where should we eat?", "a:4", 2)
+    say(log, "chat/a", "m", "In Lisbon now, try the sardines at Alfama.", "a:5", 2, "assistant")
+    store.catch_up_all()
+    found = recall(store.db, "Where do I live now in Lisbon?", budget=0, k=10)
+    shown = {ref for item in found.items for ref in item.refs
+             if item.content.startswith("m:") or "\nm: " in item.content}
+    assert "a:5" in {ref for item in found.items for ref in item.refs}
+    assert not shown & {"a:1", "a:3"}
+    assert "a:0" in {ref for item in found.items for ref in item.refs}
+
+
 # --- the dates a question names ---------------------------------------------------------------
 
 def test_dates_in_a_question() -> None:

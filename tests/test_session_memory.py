@@ -8,7 +8,7 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
-from projections.inject import NOTE_HEADER
+from projections.block_headers import NOTE_HEADER
 from projections.tokens import estimate
 from workers.chat.memory import (
     ESTIMATE_SLACK,

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from events import Home
 from events.memory_types import head, names
 from projections import ProjectionStore
-from projections.inject import NOTE_HEADER, Injection, build_injection, build_note
+from projections.block_headers import NOTE_HEADER
+from projections.inject import Injection, build_injection, build_note
 from projections.items import MEMORY
 from projections.memories import newest_memories
 from projections.recall import MIN_ITEM_TOKENS, RecallItem

@@ -26,7 +26,7 @@ from typing import Any
 from events import EventLog, clock
 from events.transcript import IMPORT_BACKEND
 from events.types import TURNS, UserTurn
-from projections.inject import HEADER, SECTIONS
+from projections import block_headers
 from projections.mining import SessionState
 from projections.secrets import scrub
 from projections.tokens import estimate
@@ -35,7 +35,6 @@ from .text import GENERIC_SPEAKERS, normal
 
 MAX_TURNS = 48          # turns per chunk at most, whatever their length
 MIN_CHUNK_TOKENS = 128
-_BLOCK_HEADERS = (HEADER, *(title for title, _ in SECTIONS))
 _SUMMARY_PREFIX = "[Session history compressed"
 
 
@@ -94,7 +93,7 @@ def strip_injected(text: str) -> str:
     inside = False
     for line in text.splitlines():
         bare = line.strip()
-        if bare.startswith(_BLOCK_HEADERS) or bare.startswith(_SUMMARY_PREFIX):
+        if bare.startswith(block_headers.ALL) or bare.startswith(_SUMMARY_PREFIX):
             inside = True
             continue
         if inside and (bare.startswith("- ") or line.startswith("  ") or not bare):
