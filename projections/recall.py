@@ -347,16 +347,13 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
-    echoes = _echoes(db, [hit for hit in hits.values() if hit.source == TURN
-                          and is_model(speaker_of(hit.content), hit.session, chats)
-                          and hit.session in chats])
+    unsaid = _unsaid(db, hits.values(), chats)
     intent = temporal_intent(query)
     replaced = replaced_refs(db) if intent in weights.REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)
-        if key in echoes or hit is not None and hit.session in chats and \
-                only_asks(hit.content):
+        if key in unsaid:
             continue
         weight = None if hit is None else _weight(hit, now, essays, states, replaced)
         if hit is not None and weight is not None:
@@ -371,7 +368,11 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
               for (score, hit), factor, date in zip(ranked, factors, dated, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
     if semantic is not None and intent in weights.LIFT_INTENTS and len(ranked) > 1:
+        shown = {hit.key for _, hit in ranked}
         ranked = _with_successors(db, ranked, semantic)
+        joined = [hit for _, hit in ranked if hit.key not in shown | unsaid]
+        unsaid |= _unsaid(db, joined, chat_sessions(db, [hit.session for hit in joined]))
+        ranked = [(score, hit) for score, hit in ranked if hit.key not in unsaid]
         top = ranked[:weights.COMPARED]
         similarity = semantic.similarity([hit.content_hash for _, hit in top])
         kept = superseded_factors([s for s, _ in top], [h.at for _, h in top], similarity,
@@ -386,8 +387,18 @@ def only_asks(content: str) -> bool:
     diarist chat such a turn is a query to memory, or a model echoing one, never evidence
     of its answer ("user: Where do I live now?"); recalled, it would outrank the turn that
     answers it the next time the person asks, and the model's reply to it after it."""
-    said = sentences(content.partition(": ")[2] if speaker_of(content) else content)
+    said = sentences(_text_of(content))
     return bool(said) and all(sentence.endswith("?") for sentence in said)
+
+
+def _unsaid(db: sqlite3.Connection, hits: Iterable[Hit], chats: set[str]) -> set[str]:
+    """The keys of ``hits`` that are no evidence, being turns of a diarist chat (one of
+    ``chats``): a turn that only asks (:func:`only_asks`), a model's reply that says
+    nothing of its own (:func:`says_nothing`)."""
+    turns = [hit for hit in hits if hit.source == TURN and hit.session in chats]
+    asks = {hit.key for hit in turns if only_asks(hit.content)}
+    return asks | _echoes(db, [hit for hit in turns if hit.key not in asks
+                               and is_model(speaker_of(hit.content), hit.session, chats)])
 
 
 def _echoes(db: sqlite3.Connection, replies: Sequence[Hit]) -> set[str]:
@@ -403,16 +414,20 @@ def _echoes(db: sqlite3.Connection, replies: Sequence[Hit]) -> set[str]:
         "SELECT t.event_id, (SELECT p.text FROM turns p WHERE p.session = t.session"
         " AND p.seq < t.seq ORDER BY p.seq DESC LIMIT 1) FROM turns t"
         f" WHERE t.event_id IN ({','.join('?' * len(ids))})", ids).fetchall())
-    return {hit.key for hit in replies if says_nothing(hit.content, before.get(hit.id) or "")}
+    return {hit.key for hit in replies
+            if says_nothing(_text_of(hit.content), before.get(hit.id) or "")}
 
 
 def says_nothing(reply: str, message: str) -> bool:
-    """Whether a model's reply (a turn item, ``Speaker: text``) says nothing of its own
-    beside ``message``, the text it answers: every word of it is there, or it copies a
-    header of the memory block."""
-    said = reply.partition(": ")[2]
-    return any(header in said for header in block_headers.ALL) or \
-        _words(said) <= _words(message.partition(": ")[2] if speaker_of(message) else message)
+    """Whether a model's reply says nothing of its own beside ``message``, the text it
+    answers: every word of it is there, or it copies a header of the memory block."""
+    return any(header in reply for header in block_headers.ALL) or \
+        _words(reply) <= _words(message)
+
+
+def _text_of(content: str) -> str:
+    """A turn item's text without its speaker (``Speaker: text``)."""
+    return content.partition(": ")[2]
 
 
 def _words(text: str) -> set[str]:
@@ -513,8 +528,8 @@ def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit
 
     def echo(turn: Hit, reply: Hit) -> bool:   # a diarist chat's model saying nothing new
         return reply.session in chats and is_model(speaker_of(reply.content), reply.session,
-                                                   chats) and says_nothing(reply.content,
-                                                                           turn.content)
+                                                   chats) and says_nothing(
+            _text_of(reply.content), _text_of(turn.content))
 
     if not named.speakers or {s for s in speakers if s} <= named.speakers:
         return ranked, _Replies(db, [hit for _, hit in ranked if hit.source == TURN],

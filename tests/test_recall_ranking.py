@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from events import EventLog, Home
-from events.types import AssistantTurn, SessionStarted, UserTurn
+from events.types import AssistantTurn, MemoriesMined, SessionStarted, UserTurn
 from projections import ProjectionStore, open_store, weights
 from projections import context as context_module
 from projections.context import (
@@ -378,6 +378,30 @@ def test_planted_changes_the_newest_statement_ranks_first(
     refs = [i.refs[0] for i in recall(store.db, "Where did Maya live before Plymouth?", 0, 10,
                                       semantic).items]
     assert refs[:2] == ["m:3", "m:0"], refs
+
+
+def test_an_echo_does_not_come_back_as_a_newer_statement(
+        model_home: Home, vector_store: tuple[EventLog, ProjectionStore]) -> None:
+    """With semantic recall on a question about the present (newer statements near the best
+    join the candidates), a model's echo of a move, seconds newer than it, is left out."""
+    log, store = vector_store
+    log.append(SessionStarted(session="chat/a", backend="openai", model="m",
+                              context_window=2048), stream="chat/a")
+    say(log, "chat/a", "user", "I live in Porto, a short walk from the river.", "a:0", 0)
+    say(log, "chat/b", "user", "By the way, I live in Lisbon now, I moved there yesterday.",
+        "b:0", 30)
+    log.append(SessionStarted(session="chat/b", backend="openai", model="m",
+                              context_window=2048), stream="chat/b")
+    log.append(AssistantTurn(session="chat/b", name="m",   # a few seconds after the move
+                             text="By the way, you live in Lisbon now, you moved there!"),
+               stream="chat/b", ref="b:1", occurred_at=T0 + dt.timedelta(days=30, seconds=5))
+    log.append(MemoriesMined(session="chat/b", model="heuristic", memories=[   # shown first
+        {"id": "m0", "type": "workspace_profile", "subject": "user|home", "refs": ["b:0"],
+         "content": "The user lives in Lisbon now."}]), stream="memory")
+    semantic = embed(model_home, store)
+    refs = [ref for item in recall(store.db, "Where do I live now?", 512, 10,
+                                   semantic).items for ref in item.refs]
+    assert "b:0" in refs and "b:1" not in refs, refs
 
 
 def test_a_turn_is_embedded_without_its_speaker(
