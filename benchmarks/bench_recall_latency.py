@@ -189,9 +189,9 @@ def main() -> None:
             print(f"{size:>7} turns, {items} vectors: warm recall p50"
                   f" {percentile(times, 50):.1f} ms,"
                   f" p95 {percentile(times, 95):.1f} ms, max {max(times):.1f} ms (n={len(times)});"
-                  f" cold `diarist recall` median {statistics.median(cold):.2f} s,"
-                  f" max {max(cold):.2f} s;"
-                  f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
+                  + (f" cold `diarist recall` median {statistics.median(cold):.2f} s,"
+                     f" max {max(cold):.2f} s;" if cold else " no cold runs;")
+                  + f" sync --no-embed {sync_s:.1f} s; refresh_vectors with nothing new median"
                   f" {statistics.median(idle):.2f} ms; speed probe (a query's embedding"
                   f" alone) {probe:.2f} ms; load average"
                   f" {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
