@@ -111,8 +111,6 @@ def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int) -> 
     return _fitted(items, budget, render_block)
 
 
-
-
 def render_note(items: list[RecallItem]) -> str:
     """A per-turn memory note: the items as lines under one header."""
     return "\n".join([NOTE_HEADER, *(_line(i) for i in items)]) if items else ""

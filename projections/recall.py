@@ -368,9 +368,9 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
               for (score, hit), factor, date in zip(ranked, factors, dated, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))
     if semantic is not None and intent in weights.LIFT_INTENTS and len(ranked) > 1:
-        shown = {hit.key for _, hit in ranked}
+        known = unsaid | {hit.key for _, hit in ranked}
         ranked = _with_successors(db, ranked, semantic)
-        joined = [hit for _, hit in ranked if hit.key not in shown | unsaid]
+        joined = [hit for _, hit in ranked if hit.key not in known]
         unsaid |= _unsaid(db, joined, chat_sessions(db, [hit.session for hit in joined]))
         ranked = [(score, hit) for score, hit in ranked if hit.key not in unsaid]
         top = ranked[:weights.COMPARED]

@@ -442,7 +442,7 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence, all
     its sentences without a discourse marker (comments too), its statement naming the user
-    wherever it does."""
+    wherever it does, its first main clause with a headline before "the user" kept."""
     text = without_lead_in(_plain(memory.content))
     named = _mined_statement(memory) if memory.source not in NOT_MINED else text
     headline = main_clause(first_sentence(_plain(memory.content)))   # "Big news: the user …"
