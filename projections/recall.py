@@ -23,7 +23,7 @@ from events.memory_types import PROJECT_FACT, head, names
 from events.text import repaired
 
 from . import block_headers, context, weights
-from .fts import STOPWORDS
+from .fts import STOPWORDS, words
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
 from .long_term import read_long_term
 from .memories import list_memories, memory_states, replaced_refs
@@ -275,11 +275,11 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     with read_transaction(db):
         lexical = search(db, query, weights.CANDIDATES, common=semantic is None, total=total,
                          slots=slots)
-        ranked = [(score, hit) for score, hit in _ranked(db, query, lexical, named, semantic,
-                                                         now, slots or {})
+        scored, chats = _ranked(db, query, lexical, named, semantic, now, slots or {})
+        ranked = [(score, hit) for score, hit in scored
                   if score >= min_score and hit.id not in skip
                   and not (exclude_session and hit.session == exclude_session)]
-        ranked, replies = _voiced(db, named, ranked)
+        ranked, replies = _voiced(db, named, ranked, chats)
         if budget <= 0:
             ranked = _by_turn(ranked)
         _pack(db, ranked, replies, filler, seen_hashes, k)
@@ -311,11 +311,12 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
 
 def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Naming,
             semantic: Semantic | None, now: dt.datetime,
-            slots: Mapping[str, int]) -> list[tuple[float, Hit]]:
+            slots: Mapping[str, int]) -> tuple[list[tuple[float, Hit]], set[str]]:
     """Every candidate of either list (``lexical``: the FTS5 hits, ``slots`` the matrix
     slots read with them; the semantic half was prefetched for ``named.query``, the query
     without the speakers' names it holds) with its fused score, weighted by freshness and
-    (for memories) confidence; inactive memories left out; best first."""
+    (for memories) confidence; inactive memories left out; best first. And the diarist chats
+    (:func:`~projections.speakers.chat_sessions`) among the candidates' sessions."""
     reads = context.TurnReads(db, slots=semantic is not None)
     reads.know(lexical, slots)
     cosines: dict[str, float] = {}
@@ -371,7 +372,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         known = unsaid | {hit.key for _, hit in ranked}
         ranked = _with_successors(db, ranked, semantic)
         joined = [hit for _, hit in ranked if hit.key not in known]
-        unsaid |= _unsaid(db, joined, chat_sessions(db, [hit.session for hit in joined]))
+        chats |= chat_sessions(db, [hit.session for hit in joined])
+        unsaid |= _unsaid(db, joined, chats)
         ranked = [(score, hit) for score, hit in ranked if hit.key not in unsaid]
         top = ranked[:weights.COMPARED]
         similarity = semantic.similarity([hit.content_hash for _, hit in top])
@@ -379,7 +381,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
                                   intent)
         ranked = sorted([(score * f, hit) for (score, hit), f in zip(top, kept, strict=True)]
                         + ranked[weights.COMPARED:], key=lambda pair: (-pair[0], pair[1].key))
-    return ranked
+    return ranked, chats
 
 
 def only_asks(content: str) -> bool:
@@ -431,7 +433,7 @@ def _text_of(content: str) -> str:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9']+", text.casefold()) if w not in STOPWORDS}
+    return {w for w in words(text) if w not in STOPWORDS}
 
 
 def _weight(hit: Hit, now: dt.datetime, essays: set[str],
@@ -516,15 +518,15 @@ class _Turn:
     speaker: str
 
 
-def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit]]
-            ) -> tuple[list[tuple[float, Hit]], _Replies]:
+def _voiced(db: sqlite3.Connection, named: Naming, ranked: list[tuple[float, Hit]],
+            chats: set[str]) -> tuple[list[tuple[float, Hit]], _Replies]:
     """Whose words answer (:mod:`projections.speakers`): when the question names some of
     the candidates' speakers, a turn by someone else keeps
     :data:`~projections.speakers.OTHER_WEIGHT` of its score, and a hit is shown with its
-    reply only when the reply is a named speaker's (a question put to them, answered).
-    Returns the re-ranked hits and each turn hit's reply to show."""
+    reply only when the reply is a named speaker's (a question put to them, answered);
+    never a model's reply in one of ``chats`` that says nothing of its own
+    (:func:`says_nothing`). Returns the re-ranked hits and each turn hit's reply to show."""
     speakers = [speaker_of(hit.content) if hit.source == TURN else "" for _, hit in ranked]
-    chats = chat_sessions(db, [hit.session for _, hit in ranked if hit.source == TURN])
 
     def echo(turn: Hit, reply: Hit) -> bool:   # a diarist chat's model saying nothing new
         return reply.session in chats and is_model(speaker_of(reply.content), reply.session,
