@@ -104,7 +104,7 @@ def load(convs: list[str], sessions: int | None, work: Path) -> tuple[Path, list
 
 def evidence_recall(home: Home, questions: list[dict]) -> float:
     with EventLog(home.events_db) as log, open_store(home, log) as store:
-        asked = [(q["id"], q["query"]) for q in questions]
+        asked = [(q["id"], q["query"], None) for q in questions]
         by_id = {q["id"]: q for q in questions}
         scores = []
         for qid, result in recall_each(home, store, asked, 512, 10):

@@ -55,13 +55,17 @@ def _warn_if_behind(store: ProjectionStore) -> None:
                    "(default: memory.top_k).")
 @click.option("--budget", type=click.IntRange(0), default=DEFAULT_BUDGET, show_default=True,
               help="Token budget for all items; 0 means no budget.")
+@click.option("--at", "at", metavar="TIME",
+              help="When the query is asked (ISO-8601 with an offset, or a day YYYY-MM-DD; "
+                   "default: now; a --queries line's \"at\" wins): freshness and \"last "
+                   "week\" are read from it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
 @home_option
 @friendly_errors
 def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: int,
-               as_json: bool) -> None:
+               at: str | None, as_json: bool) -> None:
     """Recall memory for QUERY within a token budget."""
-    from workers.memory.recall import check_query, read_queries, recall_each
+    from workers.memory.recall import Query, asked_at, check_query, read_queries, recall_each
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either QUERY or --queries FILE")
@@ -69,12 +73,13 @@ def recall_cmd(query: str | None, queries: Path | None, k: int | None, budget: i
         raise click.UsageError("--queries writes JSON lines: add --json")
     if query is not None:
         check_query(query)
+    when = asked_at(at) if at is not None else None
     home = current_home()
     top_k = k or load_config(home).memory.top_k
-    asked: list[tuple[object, str]] = (read_queries(queries) if queries is not None
-                                       else [(None, query or "")])
+    asked: list[Query] = (read_queries(queries) if queries is not None
+                          else [(None, query or "", None)])
     with opened(home) as (_log, store):
-        for qid, result in recall_each(home, store, asked, budget, top_k):
+        for qid, result in recall_each(home, store, asked, budget, top_k, when):
             if queries is not None:
                 echo(json.dumps({"id": qid, **result.to_json()}, ensure_ascii=False))
             elif as_json:

@@ -64,6 +64,19 @@ def now_iso() -> str:
     return to_iso(now())
 
 
+def parse_moment(value: str) -> dt.datetime:
+    """A moment from ISO-8601 with an offset (``2023-05-08T14:00:00Z``) or a UTC day
+    (``2023-05-08``: its start); ValueError saying what is accepted otherwise."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time(), UTC)
+        return from_iso(text)
+    except ValueError:
+        raise ValueError(f"not a time: {value!r} (use ISO-8601 with an offset, such as "
+                         "2023-05-08T14:00:00Z, or a day, 2023-05-08)") from None
+
+
 def parse_day(value: str) -> str:
     """A UTC day as ``YYYY-MM-DD`` from ``YYYY-MM-DD``, ``today`` or ``yesterday`` (any case);
     ValueError saying what is accepted otherwise."""

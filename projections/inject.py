@@ -75,7 +75,7 @@ class Injection:
 def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
                     semantic: Semantic | None = None,
                     pinned: Sequence[RecallItem] = (), *,
-                    whole_long_term: bool = True) -> Injection:
+                    whole_long_term: bool = True, now: dt.datetime | None = None) -> Injection:
     """Recall for ``query`` and render it, never over ``budget`` tokens: recall runs with
     room left for the headers, and trailing items are dropped until the rendered block
     fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md).
@@ -84,13 +84,13 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
     query is the last session's words), first in [knowledge]; False: only its lines that
     answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
-    items recall scored."""
+    items recall scored. ``now``: when ``query`` is asked, if it is (see :func:`recall`)."""
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
-                                  exclude={i.id for i in pinned},
+                                  now, exclude={i.id for i in pinned},
                                   whole_long_term=whole_long_term)
     items = [*pinned, *result.items]
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come
@@ -118,13 +118,14 @@ def render_note(items: list[RecallItem]) -> str:
 
 def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,
                semantic: Semantic | None, *, exclude: set[str], min_score: float,
-               session: str = "") -> Injection:
+               session: str = "", now: dt.datetime | None = None) -> Injection:
     """What memory adds for one chat message: scored items not shown before (``exclude``:
     item ids), scoring at least ``min_score``, never over ``budget`` tokens — no fixed head
-    (that is in the system prompt already), none of ``session``'s own turns."""
+    (that is in the system prompt already), none of ``session``'s own turns; ``now``: when
+    the message was sent."""
     if budget <= estimate(NOTE_HEADER):
         return Injection("", budget, 0, [])
-    result = recall(db, query, budget - estimate(NOTE_HEADER), k, semantic, head=False,
+    result = recall(db, query, budget - estimate(NOTE_HEADER), k, semantic, now, head=False,
                     exclude=exclude, exclude_session=session, min_score=min_score)
     return _fitted(list(result.items), budget, render_note)
 

@@ -13,7 +13,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -236,12 +236,15 @@ def _freshness(at: str, now: dt.datetime) -> float:
     return floor + (1 - floor) * 0.5 ** (age_days / half_life)
 
 
-def _fuse(lexical: list[Hit], cosines: dict[str, float]) -> dict[str, float]:
+def _fuse(lexical: list[Hit], cosines: dict[str, float],
+          unsaid: Collection[str] = ()) -> dict[str, float]:
     """BM25 scaled by the query's best hit (0–1) plus the weighted cosine, for every
-    candidate of either list. Score fusion beat reciprocal-rank fusion on the LoCoMo dev set
-    (0.761 vs 0.694 top-10 evidence recall): RRF lets weak cosine-only hits in at full
-    rank weight."""
-    best = max((h.score for h in lexical), default=0.0) or 1.0
+    candidate of either list. The best hit is the best of those that may be recalled: a
+    question asked again in a diarist chat (one of ``unsaid``) matches the question best
+    and would scale down every answer to it (below a note's least score). Score fusion
+    beat reciprocal-rank fusion on the LoCoMo dev set (0.761 vs 0.694 top-10 evidence
+    recall): RRF lets weak cosine-only hits in at full rank weight."""
+    best = max((h.score for h in lexical if h.key not in unsaid), default=0.0) or 1.0
     scores = {h.key: h.score / best for h in lexical}
     for key, cosine in cosines.items():
         scores[key] = scores.get(key, 0.0) + weights.COSINE_WEIGHT * cosine
@@ -260,8 +263,11 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     ``exclude`` names item ids already shown (a chat's earlier injections) and
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
     its prompt already); scored items below ``min_score`` are left out. Any string is a
-    query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD."""
+    query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD. ``now``:
+    when the query is asked (default: the clock), which freshness is measured from; given,
+    the query's relative dates ("last week") are read from its day too."""
     query = repaired(query)
+    asked = now.date() if now else None
     now = now or clock.now()
     filler = _Filler(budget)
     named = naming(db, query)
@@ -275,7 +281,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     with read_transaction(db):
         lexical = search(db, query, weights.CANDIDATES, common=semantic is None, total=total,
                          slots=slots)
-        scored, chats = _ranked(db, query, lexical, named, semantic, now, slots or {})
+        scored, chats = _ranked(db, query, lexical, named, semantic, now, asked, slots or {})
         ranked = [(score, hit) for score, hit in scored
                   if score >= min_score and hit.id not in skip
                   and not (exclude_session and hit.session == exclude_session)]
@@ -310,7 +316,7 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
 
 
 def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Naming,
-            semantic: Semantic | None, now: dt.datetime,
+            semantic: Semantic | None, now: dt.datetime, asked: dt.date | None,
             slots: Mapping[str, int]) -> tuple[list[tuple[float, Hit]], set[str]]:
     """Every candidate of either list (``lexical``: the FTS5 hits, ``slots`` the matrix
     slots read with them; the semantic half was prefetched for ``named.query``, the query
@@ -329,10 +335,11 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         cosines = dict(semantic.nearest(named.query, weights.CANDIDATES))
         cosines.update((key, cosine) for key, cosine in lexical_cosines.items()
                        if key not in cosines)
-    fused = _fuse(lexical, cosines)
     hits = {h.key: h for h in lexical}
     hits.update(items_by_key(db, [key for key in cosines if key not in hits]))
     chats = chat_sessions(db, [hit.session for hit in hits.values() if hit.source == TURN])
+    unsaid = _unsaid(db, hits.values(), chats)
+    fused = _fuse(lexical, cosines, unsaid)
     if weights.CONTEXT_WEIGHT:
         reads.know(hits.values())
         fused, fresh = context.in_context(
@@ -342,13 +349,14 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
             if semantic is not None else None,
             weights.COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats),
             reads)
-        hits.update((key, fresh[key]) for key in _contenders(fused, fresh))
+        contenders = _contenders(fused, fresh)
+        unsaid |= _unsaid(db, [fresh[key] for key in contenders if key not in hits], chats)
+        hits.update((key, fresh[key]) for key in contenders)
     # a remembered note's journal line has the note's id: a superseded value stays in its
     # day's journal file but is no answer any more
     states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
-    unsaid = _unsaid(db, hits.values(), chats)
     intent = temporal_intent(query)
     replaced = replaced_refs(db) if intent in weights.REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
@@ -364,7 +372,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         ranked, change_factors([hit.content for _, hit in ranked], [s for s, _ in ranked], intent),
         strict=True)]
     factors = recency_factors(times, intent, [score for score, _ in ranked])
-    dated = period_factors(query, times)
+    dated = period_factors(query, times, asked)
     ranked = [(score * factor * date, hit)
               for (score, hit), factor, date in zip(ranked, factors, dated, strict=True)]
     ranked.sort(key=lambda pair: (-pair[0], pair[1].key))

@@ -9,9 +9,13 @@ period holds every candidate.
 
 Recognised: a day ("9 October 2022", "October 9, 2022", "Oct 9th", "2022-10-09", a day
 and month without a year), a month ("November 2022", "in June"), a year ("in 2023").
-Relative expressions ("last week", "yesterday") are not: they are relative to when the
-question is asked, which recall does not know. Pure: no clock. :func:`last_day` reads a
-plan's dates from the day it was said (consolidation drops a plan gone by from MEMORY.md).
+Relative expressions ("last week", "yesterday", "two months ago") are read from the day the
+question is asked, when the caller gives it (recall's ``now``: the chat's clock, the time
+`diarist eval` says a question was asked), by :func:`.relative_time.resolve`: "What did I
+cook last week?" asked on 28 November 2026 names the week of 16 November 2026; a chat's
+start block, whose query is words said another day, gives none. Pure: no clock.
+:func:`last_day` reads a plan's dates from the day it was said (consolidation drops a plan
+gone by from MEMORY.md).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import weights
+from .relative_time import resolve
 
 DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
 MONTH_AFTER = dt.timedelta(days=7)
@@ -121,11 +126,13 @@ def _period(match: re.Match[str]) -> Period | None:
     return Period((month, 1), (month, _month_end(month)), year, MONTH_AFTER)
 
 
-def period_factors(query: str, times: Sequence[str]) -> list[float]:
+def period_factors(query: str, times: Sequence[str],
+                   asked: dt.date | None = None) -> list[float]:
     """A weight per candidate from its time (ISO; '' unknown): 1.0 within a period the query
     names, :data:`weights.OUTSIDE_WEIGHT` outside; all 1.0 when it names none or when no candidate
-    (or every candidate) lies within."""
-    named = periods(query)
+    (or every candidate) lies within. ``asked``: the day the query is asked, which its
+    relative expressions are read from."""
+    named = periods(resolve(query, asked) if asked else query)
     if not named:
         return [1.0] * len(times)
     inside = []

@@ -291,6 +291,11 @@ CASES = [
          ("q.jsonl:1: the query is empty",), files={"q.jsonl": b'{"id": 1, "query": ""}\n'}),
     Case("queries-missing-file", ("recall", "--queries", "{tmp}/q.jsonl", "--json"),
          ("q.jsonl: no such file", '{"id": ..., "query": "text"}')),
+    Case("recall-at-not-a-time", ("recall", "harbour", "--at", "last tuesday"),
+         ("not a time: 'last tuesday'", "2023-05-08T14:00:00Z")),
+    Case("queries-at-not-a-time", ("recall", "--queries", "{tmp}/q.jsonl", "--json"),
+         ("q.jsonl:1: not a time: '2024-13-01'", "nothing was recalled"),
+         files={"q.jsonl": b'{"id": 1, "query": "harbour", "at": "2024-13-01"}\n'}),
     Case("queries-without-json", ("recall", "--queries", "{tmp}/q.jsonl"),
          ("add --json",), code=2),
     *[Case(f"fts-query-{name}", ("recall", query, "--k", "3"), (), code=0)

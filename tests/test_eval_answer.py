@@ -3,9 +3,11 @@ the four prompts, scoring, the summary with paired intervals, and the cache that
 interrupted run resume."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,13 @@ def test_the_four_prompts() -> None:
         assert user == {"role": "user", "content": user["content"]}
         assert user["content"].startswith(q.query)
     assert asked["memory"][0]["content"].endswith(block)
-    assert asked["evidence"][0]["content"] == f"{SYSTEM_PROMPT}\n\n{evidence}"
-    assert asked["none"][0]["content"] == SYSTEM_PROMPT
+    # the day the question was asked, told as the chat tells the session's day
+    day = dt.date.fromisoformat(q.at[:10])
+    told = f"{SYSTEM_PROMPT} Today is {day:%A}, {day.day} {day:%B} {day.year}."
+    assert asked["evidence"][0]["content"] == f"{told}\n\n{evidence}"
+    assert asked["none"][0]["content"] == told
+    undated = prompts(conv, replace(q, at=None), block, window=1024, max_tokens=32)
+    assert undated["none"][0]["content"] == SYSTEM_PROMPT   # LoCoMo's questions: no day
     recent = asked["recent"][0]["content"]
     assert RECENT_HEADER in recent
     # the most recent turns, oldest first, as many as the window leaves room for
@@ -188,22 +195,27 @@ def test_the_terminal_shows_a_bar_with_an_eta_and_ctrl_c_resumes(tmp_path: Path)
 
 def test_the_chat_and_eval_ask_with_the_same_system_prompt(home: Any, stores: Any,
                                                            tmp_path: Path) -> None:
-    """The memory way of `eval --answer` is what the chat sends for the same block: one
-    helper (``system_prompt``) builds both."""
+    """The memory way of `eval --answer` is what the chat sends for the same block on the day
+    the question is asked: one helper (``system_prompt``) builds both."""
+    from events import clock
     from events.types import ProfileSet
     from workers.chat.session import ChatSession, system_prompt
 
+    data = generate(2, people=1, sessions=6)
+    conv = data.conversations[0]
+    q = conv.questions[0]
+    asked_at = clock.from_iso(q.at)
     log, store = stores
     log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
     store.catch_up_all()
-    session = ChatSession(home, log, store, ScriptedBackend(_script(tmp_path)), Config())
-    session.start()
+    with clock.frozen(asked_at):
+        session = ChatSession(home, log, store, ScriptedBackend(_script(tmp_path)), Config())
+        session.start()
     block = session.memory_block
     assert "- name: Ann" in block
     chat_system = session.messages(tools=False)[0]
-    data = generate(2, people=1, sessions=6)
-    conv = data.conversations[0]
-    asked = prompts(conv, conv.questions[0], block, window=2048, max_tokens=32)
-    assert asked["memory"][0] == chat_system == {"role": "system",
-                                                 "content": system_prompt(block)}
+    asked = prompts(conv, q, block, window=2048, max_tokens=32)
+    assert asked["memory"][0] == chat_system == {
+        "role": "system", "content": system_prompt(block, today=asked_at.date())}
+    assert f"Today is {asked_at:%A}" in chat_system["content"]
     session.end()

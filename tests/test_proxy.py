@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -189,6 +190,9 @@ def test_memory_from_one_conversation_is_injected_into_another(
     sent = [s["body"] for s in handler.seen if s["path"] == "/v1/chat/completions"][-1]
     prompt = json.dumps(sent["messages"])
     assert "Reykjavik" in prompt  # the client never said it in this conversation
+    # the client sent no system message: the chat's, telling the day the lines are read from
+    assert sent["messages"][0]["role"] == "system"
+    assert re.search(r"Today is \w+day, \d+ \w+ \d{4}\.", sent["messages"][0]["content"])
     assert sent["messages"][-1]["content"].endswith("Where did Ottoline move to?")
     injected = _events(home, "MemoryInjected")
     session = _turns(home)[-1][0]

@@ -204,6 +204,27 @@ def test_cli_recall_batch(home: Home, tmp_path: Path) -> None:
     assert "give either QUERY or --queries" in run("recall", ok=False).output
 
 
+def test_cli_recall_reads_last_week_from_when_the_query_is_asked(home: Home,
+                                                                   tmp_path: Path) -> None:
+    """`--at` (or a --queries line's "at") says when the query is asked: "last week" is the
+    week before that one, and the dinner said then comes first."""
+    dinners = ["a mushroom risotto", "a lentil curry", "a fish pie", "a bean chilli"]
+    turns = [{"session": f"d{n}", "at": f"2024-03-{4 + 7 * n:02d}T19:00:00Z", "role": "user",
+              "name": "Ann", "text": f"Tonight I cooked {dinner} for dinner.", "ref": f"d:{n}"}
+             for n, dinner in enumerate(dinners)]
+    run("import", str(write_transcript(tmp_path / "t.jsonl", turns)))
+    run("sync", "--no-embed")
+    question = "What did I cook last week?"
+    for at, dinner in [("2024-03-13", "lentil curry"), ("2024-03-27T09:00:00Z", "bean chilli")]:
+        found = json.loads(run("recall", question, "--at", at, "--json").stdout)
+        assert dinner in found["items"][0]["content"], (at, found["items"][0])
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": 1, "query": question, "at": "2024-03-20"}) + "\n")
+    (line,) = [json.loads(x) for x in
+               run("recall", "--queries", str(queries), "--json").stdout.splitlines()]
+    assert "fish pie" in line["items"][0]["content"]
+
+
 def test_cli_remember_journal_memory(home: Home) -> None:
     out = run("remember", "I prefer tabs", "--type", "user_preference").output
     memory_id = out.split()[1]

@@ -315,6 +315,34 @@ def test_a_question_naming_a_date_ranks_what_was_said_then_first(
     assert items[0].refs[0] == "c:1"
 
 
+def test_relative_dates_in_a_question_are_read_from_the_day_it_is_asked() -> None:
+    """ "Last week" asked on Wednesday 12 October 2022 is the week of Monday 3 October;
+    across a year's end "last month" asked on 3 January 2023 is December 2022; with no day
+    given (a start block's query, said at another time) nothing is read from the clock."""
+    times = ["2022-10-04T10:00:00Z", "2022-10-11T10:00:00Z", "2022-12-20T10:00:00Z"]
+    asked = dt.date(2022, 10, 12)
+    assert period_factors("What did I cook last week?", times, asked) == \
+        [1.0, OUTSIDE_WEIGHT, OUTSIDE_WEIGHT]
+    assert period_factors("What did I cook yesterday?", times, asked) == \
+        [OUTSIDE_WEIGHT, 1.0, OUTSIDE_WEIGHT]
+    assert period_factors("What did I cook last month?", times, dt.date(2023, 1, 3)) == \
+        [OUTSIDE_WEIGHT, OUTSIDE_WEIGHT, 1.0]
+    assert period_factors("What did I cook last week?", times) == [1.0, 1.0, 1.0]
+
+
+def test_recall_reads_yesterday_from_when_the_question_is_asked(
+        log: EventLog, store: ProjectionStore) -> None:
+    two_friends(log)
+    store.catch_up_all()
+    question = "What game did John play yesterday?"
+    # John plays a game on 1 May (s1) and on 9 October (s3): the day asked decides
+    on_10_october = T0 + dt.timedelta(days=162)
+    items = recall(store.db, question, budget=0, k=2, now=on_10_october).items
+    assert items[0].refs[0] == "c:7"
+    items = recall(store.db, question, budget=0, k=2, now=T0 + dt.timedelta(days=1)).items
+    assert items[0].refs[0] == "c:1"
+
+
 # --- what is true now ----------------------------------------------------------------------------
 
 def test_recency_weighs_only_the_candidates_that_answer() -> None:

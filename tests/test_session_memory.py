@@ -2,9 +2,12 @@
 prompt (read ahead while the person types), and a note per message within the budget."""
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
-from events import EventLog, Home
+import pytest
+
+from events import EventLog, Home, clock
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
@@ -92,6 +95,83 @@ def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: St
     assert gave_way  # the budget held one note at a time: each took the one before out
 
 
+def test_the_system_prompt_tells_the_sessions_day_even_past_midnight(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """The model is told the day, so "yesterday" or "two weeks ago" in the memory's dated
+    lines can be read; a session that runs past midnight keeps its first day, lest the
+    read-ahead system prompt change."""
+    log, store = stores
+    seed(log, n=20)
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+    with clock.frozen(dt.datetime(2026, 2, 28, 23, 59, tzinfo=dt.UTC)):
+        session = started(ChatSession(home, log, store, backend, Config(), tools=False))
+    with clock.frozen(dt.datetime(2026, 3, 1, 0, 5, tzinfo=dt.UTC)):
+        session.send("What did I say about my kayak yesterday?")
+    (warmed,) = backend.warmed
+    assert "Today is Saturday, 28 February 2026." in warmed[0]["content"]
+    assert backend.requests[-1][0] == warmed[0]
+
+
+def test_a_note_reads_relative_dates_from_the_day_the_message_is_sent(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """ "What did I cook 11 days ago?" in a chat means a day counted back from today: the
+    note leads with what was said then, not with the newest dinner — even after the same
+    kind of question was asked in an earlier chat (a question is no answer, and must not
+    scale the answers' scores down below a note's least)."""
+    log, store = stores
+    first = dt.datetime(2026, 3, 2, 19, tzinfo=dt.UTC)
+    dinners = ["I cooked a mushroom risotto for dinner.", "I cooked a lentil curry for dinner.",
+               "I cooked a fish pie for dinner.", "I cooked a bean chilli for dinner."]
+    for n, dinner in enumerate(dinners):  # a dinner every ten days
+        log.append(UserTurn(session=f"old{n}", text=dinner, name="Ann"), stream=f"old{n}",
+                   ref=f"old{n}:1", occurred_at=first + dt.timedelta(days=10 * n))
+    store.catch_up_all()
+    config = Config(memory=MemoryConfig(inject_on_start=False))
+    for question, dinner in [("What did I cook yesterday?", dinners[3]),
+                             ("What did I cook 11 days ago?", dinners[2]),
+                             ("What did I cook three weeks ago?", dinners[1])]:
+        backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+        with clock.frozen(first + dt.timedelta(days=31)):
+            session = ChatSession(home, log, store, backend, config, tools=False)
+            session.start()
+            session.send(question)
+        note = backend.requests[-1][-1]["content"].split("\n\n", 1)[0]
+        assert note.startswith(NOTE_HEADER) and dinner in note.splitlines()[1], note
+
+
+def test_a_question_asked_again_does_not_lower_its_answers_score(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """Asked in earlier chats, the same question matches itself best. Left out of recall as
+    no evidence, it must not set the scale of the others' scores either: each time it was
+    asked the answer scored lower (1.0, then 0.63, 0.60, 0.59 here), until a note would
+    leave it out as below its least score."""
+    from projections.recall import recall
+
+    log, store = stores
+    log.append(UserTurn(session="old", name="Ann", text="We love it here: we live by the sea "
+                        "in Lisbon, near my sister and her kids."), stream="old", ref="old:1")
+    store.catch_up_all()
+    question = "Where do I live now?"
+
+    def answer_score() -> float:
+        (item,) = [i for i in recall(store.db, question, 0, 5).items if "Lisbon" in i.content]
+        return item.score
+
+    before = answer_score()
+    config = Config(memory=MemoryConfig(inject_on_start=False))
+    for _ in range(3):
+        backend = Recording(rules(tmp_path, {"reply": "You told me you moved."}))
+        session = ChatSession(home, log, store, backend, config, tools=False)
+        session.start()
+        session.send(question)
+        session.end()
+        store.catch_up_all()
+        assert answer_score() == pytest.approx(before)
+        note = backend.requests[-1][-1]["content"].split("\n\n", 1)[0]
+        assert note.startswith(NOTE_HEADER) and "Lisbon" in note, note
+
+
 def test_each_note_fits_what_the_budget_has_left(home: Home, stores: Stores,
                                                  tmp_path: Path) -> None:
     """The memory in every prompt — the start block and the notes on the messages — stays
@@ -157,8 +237,11 @@ def test_a_note_never_pushes_a_long_message_over_the_window(home: Home, stores: 
                                         rolling_summary=RollingSummaryConfig(keep_turns=0)))
     session = ChatSession(home, log, store, backend, config, tools=False)
     session.start()
-    paste = "where are my bees? " + "the roof hive log says all is well. " * 146
     fits = (2048 - REPLY_ROOM) / ESTIMATE_SLACK  # what the prompt may take, by the estimate
+    lines = max(n for n in range(200) if estimate(
+        "where are my bees? " + "the roof hive log says all is well. " * n)
+        + session.history_tokens() < fits)
+    paste = "where are my bees? " + "the roof hive log says all is well. " * lines
     assert fits - 10 < estimate(paste) + session.history_tokens() < fits
     session.send(paste)
     assert backend.requests[0][-1]["content"] == paste  # no note: it would not fit

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from events import Home
+from events import Home, clock
 from events.memory_types import head, names
 from projections import ProjectionStore
 from projections.block_headers import NOTE_HEADER
@@ -113,7 +113,8 @@ class SessionMemory:
         shown = self.shown - set(freed)
         injection = build_note(self.store.db, text, room, self.top_k,
                                semantic_searcher(self.home, self.store), exclude=shown,
-                               min_score=NOTE_MIN_SCORE, session=self.session_id)
+                               min_score=NOTE_MIN_SCORE, session=self.session_id,
+                               now=clock.now())  # "last week" in a message is from today
         if injection.items:
             self.shown = shown | {item.id for item in injection.items}
         return injection

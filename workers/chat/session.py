@@ -12,13 +12,14 @@ writes only events. The terminal side lives in ``cli/chat.py``.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import Event, EventLog, Home
+from events import Event, EventLog, Home, clock
 from events.config import Config
 from events.ids import new_ulid
 from events.logger import get_logger
@@ -34,6 +35,7 @@ from events.types import (
 )
 from projections import ProjectionStore
 from projections.inject import Injection, budget_for
+from projections.relative_time import day_text
 from projections.tokens import estimate
 
 from ..llm import (
@@ -66,10 +68,17 @@ SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine.
                  "its most relevant lines come first.")
 
 
-def system_prompt(memory_block: str, tool_prompt: str = "") -> str:
-    """The system message: the instruction, the tool prompt if any, the memory block; the
-    chat and `diarist eval --answer` both ask with it."""
-    return SYSTEM_PROMPT + (f" {tool_prompt}" if tool_prompt else "") + \
+def today_line(day: dt.date | None) -> str:
+    """``Today is Saturday, 28 November 2026.`` — the day the memory's dates are read
+    against ("last week", "how long ago"); empty when the day is not known."""
+    return f"Today is {day:%A}, {day_text(day)}." if day else ""
+
+
+def system_prompt(memory_block: str, tool_prompt: str = "",
+                  today: dt.date | None = None) -> str:
+    """The system message: the instruction, today's date when known, the tool prompt if
+    any, the memory block; the chat and `diarist eval --answer` both ask with it."""
+    return " ".join(t for t in (SYSTEM_PROMPT, today_line(today), tool_prompt) if t) + \
         (f"\n\n{memory_block}" if memory_block else "")
 
 
@@ -110,6 +119,8 @@ class ChatSession:
         self.home, self.log, self.store = home, log, store
         self.backend, self.config = backend, config
         self.id = f"chat/{new_ulid()}"
+        # the session's day (UTC, as the memory's dates): the system prompt never changes
+        self.today = clock.now().date()
         self.notify = notify or (lambda _text: None)
         self.window = backend.context_window() or DEFAULT_CONTEXT
         self.budget = budget_for(backend.context_window(), config.memory.budget_pct)
@@ -225,7 +236,8 @@ class ChatSession:
     def messages(self, *, tools: bool = True) -> list[dict]:
         """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
-        system = system_prompt(self.memory_block, tool_prompt if self.tools and tools else "")
+        system = system_prompt(self.memory_block, tool_prompt if self.tools and tools else "",
+                               self.today)
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
 

@@ -193,7 +193,7 @@ def run_tool(name: str, arguments: Any, *, home: Home, log: EventLog, store: Pro
             query = _text_arg(arguments, "query")
             limit = _limit_arg(arguments)
             result = recall(store.db, query, budget=SEARCH_BUDGET, k=limit,
-                            semantic=semantic_searcher(home, store))
+                            semantic=semantic_searcher(home, store), now=clock.now())
             lines = [f"{item.source}: {' '.join(item.content.split())}"
                      for item in result.items if item.source not in _HEAD_SOURCES][:limit]
             return "\n".join(lines) if lines else f"No memories match {query!r}."

@@ -11,13 +11,16 @@
   has no memory would have seen).
 
 Each time the user message is the question and one short instruction (the same for all
-four), sent with ``temperature`` 0 and a small ``max_tokens``. Replies are scored with
-LoCoMo's token F1 and exact containment (:mod:`.metrics`). Every reply is cached in a JSON
-lines file keyed by the model and the exact request, written (and fsynced) as soon as it
-arrives, so an interrupted run resumes where it stopped and a changed prompt is asked anew.
+four), and the system prompt tells the day the question was asked when the dataset gives it
+(as the chat tells the session's day); each is sent with ``temperature`` 0 and a small
+``max_tokens``. Replies are scored with LoCoMo's token F1 and exact containment
+(:mod:`.metrics`). Every reply is cached in a JSON lines file keyed by the model and the
+exact request, written (and fsynced) as soon as it arrives, so an interrupted run resumes
+where it stopped and a changed prompt is asked anew.
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -25,10 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from events.clock import from_iso
 from events.jsonl import jsonl_lines
 from projections.tokens import estimate
 
-from ..chat.session import SYSTEM_PROMPT, system_prompt
+from ..chat.session import system_prompt
 from ..llm import Backend
 from . import metrics
 from .dataset import Conversation, Question
@@ -82,6 +86,12 @@ def request_key(model: str, messages: list[dict], max_tokens: int) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def question_day(q: Question) -> dt.date | None:
+    """The day a question is asked (UTC), told to the model as the chat tells it today's;
+    None when the dataset does not say (LoCoMo)."""
+    return from_iso(q.at).date() if q.at else None
+
+
 def user_message(q: Question) -> dict:
     return {"role": "user", "content": f"{q.query}\n{INSTRUCTION}"}
 
@@ -112,11 +122,13 @@ def prompts(conv: Conversation, q: Question, memory_block: str, window: int,
             max_tokens: int, evidence_block: str = "") -> dict[str, list[dict]]:
     """The four requests for a question (see the module doc)."""
     user = user_message(q)
+    today = question_day(q)
 
     def with_system(extra: str) -> list[dict]:
-        return [{"role": "system", "content": system_prompt(extra)}, user]
+        return [{"role": "system", "content": system_prompt(extra, today=today)}, user]
 
-    fixed = estimate(SYSTEM_PROMPT) + estimate(user["content"]) + max_tokens + PROMPT_MARGIN
+    fixed = estimate(system_prompt("", today=today)) + estimate(user["content"]) + max_tokens \
+        + PROMPT_MARGIN
     return {"memory": with_system(memory_block), "evidence": with_system(evidence_block),
             "none": with_system(""),
             "recent": with_system(recent_history(conv, q, max(window - fixed, 0)))}
@@ -124,7 +136,8 @@ def prompts(conv: Conversation, q: Question, memory_block: str, window: int,
 
 def memory_prompt_tokens(q: Question, memory_block: str) -> int:
     """The estimated tokens of the memory request (system prompt, block, question)."""
-    return estimate(system_prompt(memory_block)) + estimate(user_message(q)["content"])
+    return estimate(system_prompt(memory_block, today=question_day(q))) + \
+        estimate(user_message(q)["content"])
 
 
 class Answerer:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from events import EventLog, Home
+from events.clock import from_iso
 from events.config import Config
 from projections import open_store
 from projections.embedding import active_embedder, release_embedders
@@ -189,15 +190,17 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
                       semantic: Any, relevancy: _Relevancy, budget: int, top_k: int,
                       answerer: Any = None) -> dict[str, Any]:
     db = store.db
+    asked = from_iso(q.at) if q.at else None  # "last week" in a question is from its day
     ours: dict[str, Sequence[RecallItem]] = {}
     for k in KS:
-        ours[f"top{k}"] = recall(db, q.query, 0, k, semantic).items
+        ours[f"top{k}"] = recall(db, q.query, 0, k, semantic, asked).items
     for b in BUDGETS:
-        ours[f"budget{b}"] = recall(db, q.query, b, BUDGET_K, semantic).items
+        ours[f"budget{b}"] = recall(db, q.query, b, BUDGET_K, semantic, asked).items
     hits = _baseline(db, q.query)
     theirs: dict[str, Sequence[Any]] = {f"top{k}": hits[:k] for k in KS}
     theirs.update({f"budget{b}": metrics.fill_budget(hits, b) for b in BUDGETS})
-    injection = build_injection(db, q.query, budget, top_k, semantic, whole_long_term=False)
+    injection = build_injection(db, q.query, budget, top_k, semantic, whole_long_term=False,
+                                now=asked)
     record: dict[str, Any] = {
         "id": q.id, "conversation": conv.id, "category": q.category,
         "evidence": len(q.evidence), "stale": len(q.stale),

@@ -1,10 +1,11 @@
 """``diarist recall``: one query, or a file of them, answered from the projections."""
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
-from events import DiaristError, Home
+from events import DiaristError, Home, clock
 from events.jsonl import jsonl_lines
 from events.problems import Problems
 from projections import ProjectionStore
@@ -13,6 +14,7 @@ from projections.semantic import semantic_searcher
 
 EMPTY_QUERY = "the query is empty: there is nothing to search for"
 LINE = '{"id": ..., "query": "text"}'
+Query = tuple[object, str, dt.datetime | None]   # id, text, when it is asked (None: now)
 
 
 class QueriesError(DiaristError):
@@ -26,10 +28,11 @@ def check_query(query: str) -> None:
                                               '"where does Maya live?"')
 
 
-def read_queries(path: Path) -> list[tuple[object, str]]:
-    """Every ``{"id", "query"}`` line of ``path``, all validated before any is answered; bad
-    lines are reported as ``file:line: what is wrong`` (the first few, and how many more)."""
-    out: list[tuple[object, str]] = []
+def read_queries(path: Path) -> list[Query]:
+    """Every ``{"id", "query"}`` line of ``path`` (with ``"at"``, when it is asked, if
+    given), all validated before any is answered; bad lines are reported as
+    ``file:line: what is wrong`` (the first few, and how many more)."""
+    out: list[Query] = []
     problems = Problems()
     for line in jsonl_lines(path, error=QueriesError):
         obj = line.value
@@ -40,18 +43,34 @@ def read_queries(path: Path) -> list[tuple[object, str]]:
         elif not obj["query"].strip():
             problems.add(f"{path}:{line.number}: {EMPTY_QUERY}")
         else:
-            out.append((obj["id"], obj["query"]))
+            try:
+                at = asked_at(obj["at"]) if obj.get("at") is not None else None
+            except DiaristError as exc:
+                problems.add(f"{path}:{line.number}: {exc}")
+                continue
+            out.append((obj["id"], obj["query"], at))
     if problems:
         raise DiaristError(problems.render(), hint="Fix those lines; nothing was recalled.")
     return out
 
 
-def recall_each(home: Home, store: ProjectionStore, queries: list[tuple[object, str]],
-                budget: int, k: int) -> Iterator[tuple[object, RecallResult]]:
-    """Recall for each query (lexical, plus cosine when the home has vectors)."""
+def asked_at(value: object) -> dt.datetime:
+    """``--at`` / a line's ``"at"``: when a query is asked."""
+    try:
+        return clock.parse_moment(str(value))
+    except ValueError as exc:
+        raise DiaristError(str(exc), hint="Give when the query is asked, or leave it out "
+                                          "for now.") from None
+
+
+def recall_each(home: Home, store: ProjectionStore, queries: list[Query], budget: int,
+                k: int, at: dt.datetime | None = None) -> Iterator[tuple[object, RecallResult]]:
+    """Recall for each query (lexical, plus cosine when the home has vectors), asked at its
+    own time, else ``at``, else now: freshness is measured from then, and "last week" in
+    the query is the week before that one."""
     semantic = semantic_searcher(home, store)
-    for qid, text in queries:
-        yield qid, recall(store.db, text, budget, k, semantic)
+    for qid, text, asked in queries:
+        yield qid, recall(store.db, text, budget, k, semantic, asked or at or clock.now())
 
 
 def projection_lag(store: ProjectionStore) -> int:

@@ -21,10 +21,11 @@ oldest give way (:func:`workers.chat.memory.giving_way`).
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import EventLog, Home
+from events import EventLog, Home, clock
 from events.config import Config, load_config, setting
 from events.ids import new_ulid
 from events.logger import get_logger
@@ -51,6 +52,8 @@ class ProxySession:
     window: int
     start: Injection | None = None
     notes: dict[int, Injection] = field(default_factory=dict)  # by the user message's number
+    # the day a system prompt of the chat's tells (UTC, as the memory's dates)
+    today: dt.date = field(default_factory=lambda: clock.now().date())
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,8 @@ class ProxyMemory:
             if out and out[0].get("role") == "system":
                 out[0]["content"] = _with_text(out[0].get("content"), block, after=True)
             else:
-                out.insert(0, {"role": "system", "content": system_prompt(block)})
+                out.insert(0, {"role": "system",
+                               "content": system_prompt(block, today=session.today)})
         number = 0
         for message in out:
             if message.get("role") != "user":
