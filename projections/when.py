@@ -12,8 +12,9 @@ and month without a year), a month ("November 2022", "in June"), a year ("in 202
 Relative expressions ("last week", "yesterday", "two months ago") are read from the day the
 question is asked, when the caller gives it (recall's ``now``: the chat's clock, the time
 `diarist eval` says a question was asked), by :func:`.relative_time.resolve`: "What did I
-cook last week?" asked on 28 November 2026 names the week of 16 November 2026; a chat's
-start block, whose query is words said another day, gives none. Pure: no clock.
+cook last week?" asked on 28 November 2026 names the week of 16 November 2026 ("two weeks
+ago", "around 14 November 2026", reaches three days before that day too); a chat's start
+block, whose query is words said another day, gives none. Pure: no clock.
 :func:`last_day` reads a plan's dates from the day it was said (consolidation drops a plan
 gone by from MEMORY.md).
 """
@@ -23,13 +24,15 @@ import calendar
 import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import weights
 from .relative_time import resolve
 
 DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
 MONTH_AFTER = dt.timedelta(days=7)
+# "two weeks ago" (resolved "around 14 November 2026") is as likely a few days earlier
+AROUND_BEFORE = dt.timedelta(days=3)
 
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): n for n, name in enumerate(calendar.month_abbr) if name}
@@ -55,12 +58,13 @@ class Period:
     end: tuple[int, int]
     year: int | None
     after: dt.timedelta
+    before: dt.timedelta = dt.timedelta(0)
 
     def holds(self, when: dt.date) -> bool:
         years = [self.year] if self.year is not None else [when.year, when.year - 1]
         for year in years:
             try:
-                first = dt.date(year, *self.start)
+                first = dt.date(year, *self.start) - self.before
                 last = dt.date(year, *self.end) + self.after
             except ValueError:
                 continue
@@ -100,6 +104,8 @@ def periods(query: str) -> list[Period]:
                 continue
             period = _period(match)
             if period is not None:
+                if query[:match.start()].rstrip().lower().endswith("around"):
+                    period = replace(period, before=AROUND_BEFORE)
                 found.append(period)
                 taken.append(match.span())
     return found

@@ -328,6 +328,9 @@ def test_relative_dates_in_a_question_are_read_from_the_day_it_is_asked() -> Non
     assert period_factors("What did I cook last month?", times, dt.date(2023, 1, 3)) == \
         [OUTSIDE_WEIGHT, OUTSIDE_WEIGHT, 1.0]
     assert period_factors("What did I cook last week?", times) == [1.0, 1.0, 1.0]
+    # "two weeks ago" is only about that day: said three days before it counts too
+    assert period_factors("What did I cook two weeks ago?", times, dt.date(2022, 10, 21)) == \
+        [1.0, 1.0, OUTSIDE_WEIGHT]
 
 
 def test_recall_reads_yesterday_from_when_the_question_is_asked(
