@@ -350,7 +350,8 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
             weights.COSINE_WEIGHT, lambda session, speaker: is_model(speaker, session, chats),
             reads)
         contenders = _contenders(fused, fresh)
-        unsaid |= _unsaid(db, [fresh[key] for key in contenders if key not in hits], chats)
+        unsaid |= _unsaid(db, [fresh[key] for key in contenders if key not in hits], chats,
+                          hits.values())
         hits.update((key, fresh[key]) for key in contenders)
     # a remembered note's journal line has the note's id: a superseded value stays in its
     # day's journal file but is no answer any more
@@ -381,7 +382,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
         ranked = _with_successors(db, ranked, semantic)
         joined = [hit for _, hit in ranked if hit.key not in known]
         chats |= chat_sessions(db, [hit.session for hit in joined])
-        unsaid |= _unsaid(db, joined, chats)
+        unsaid |= _unsaid(db, joined, chats, [hit for _, hit in ranked])
         ranked = [(score, hit) for score, hit in ranked if hit.key not in unsaid]
         top = ranked[:weights.COMPARED]
         similarity = semantic.similarity([hit.content_hash for _, hit in top])
@@ -401,14 +402,36 @@ def only_asks(content: str) -> bool:
     return bool(said) and all(sentence.endswith("?") for sentence in said)
 
 
-def _unsaid(db: sqlite3.Connection, hits: Iterable[Hit], chats: set[str]) -> set[str]:
+def _unsaid(db: sqlite3.Connection, hits: Iterable[Hit], chats: set[str],
+            among: Iterable[Hit] = ()) -> set[str]:
     """The keys of ``hits`` that are no evidence, being turns of a diarist chat (one of
     ``chats``): a turn that only asks (:func:`only_asks`), a model's reply that says
-    nothing of its own (:func:`says_nothing`)."""
+    nothing of its own (:func:`says_nothing`, or :func:`_reads_back` one of ``hits`` or
+    ``among``, the other candidates)."""
+    hits = list(hits)
     turns = [hit for hit in hits if hit.source == TURN and hit.session in chats]
     asks = {hit.key for hit in turns if only_asks(hit.content)}
-    return asks | _echoes(db, [hit for hit in turns if hit.key not in asks
-                               and is_model(speaker_of(hit.content), hit.session, chats)])
+    replies = [hit for hit in turns if hit.key not in asks
+               and is_model(speaker_of(hit.content), hit.session, chats)]
+    return asks | _echoes(db, replies) | _reads_back(replies, [*hits, *among])
+
+
+def _reads_back(replies: Sequence[Hit], candidates: Sequence[Hit]) -> set[str]:
+    """The keys of the model's replies among ``replies`` that repeat what an earlier
+    candidate says, every word of theirs in it: the memory the chat's prompt carried, read
+    back ("I cooked a mushroom risotto for dinner", a day after the person said it).
+    Recalled, such a reply repeats it under the model's name and a later date."""
+    if not replies:
+        return set()
+    said = [(hit.at, hit.key, _words(_text_of(hit.content) if hit.source == TURN
+                                     else hit.content)) for hit in candidates]
+    found = set()
+    for reply in replies:
+        words_of = _words(_text_of(reply.content))
+        if words_of and any(key != reply.key and at and at < reply.at and words_of <= other
+                            for at, key, other in said):
+            found.add(reply.key)
+    return found
 
 
 def _echoes(db: sqlite3.Connection, replies: Sequence[Hit]) -> set[str]:

@@ -288,6 +288,27 @@ def test_a_models_reply_that_says_nothing_of_its_own_is_never_recalled(
     assert "a:0" in {ref for item in found.items for ref in item.refs}
 
 
+def test_a_models_reply_that_reads_memory_back_is_never_recalled(
+        log: EventLog, store: ProjectionStore) -> None:
+    """Asked "what did I cook yesterday?", a small model reads the memory line back in its
+    own name: recalled later, that reply would be a second, later-dated copy of the dinner
+    ("cooked on the day of the chat"). A reply that adds something of its own still is."""
+    say(log, "d", "Ann", "I cooked a mushroom risotto for dinner, my sister came over.",
+        "d:0", 0)
+    log.append(SessionStarted(session="chat/a", backend="openai", model="m",
+                              context_window=2048), stream="chat/a")
+    say(log, "chat/a", "user", "What did I cook yesterday?", "a:0", 1)
+    say(log, "chat/a", "m", "I cooked a mushroom risotto for dinner.", "a:1", 1, "assistant")
+    say(log, "chat/a", "user", "And what should I cook next?", "a:2", 1)
+    say(log, "chat/a", "m", "After the mushroom risotto, try a saffron risotto for dinner.",
+        "a:3", 1, "assistant")
+    store.catch_up_all()
+    found = recall(store.db, "Which risotto did I cook for dinner?", budget=0, k=10)
+    refs = {ref for item in found.items for ref in item.refs}
+    assert "d:0" in refs and "a:3" in refs
+    assert "a:1" not in refs
+
+
 # --- the dates a question names ---------------------------------------------------------------
 
 def test_dates_in_a_question() -> None:
