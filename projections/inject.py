@@ -23,7 +23,7 @@ from events.memory_types import head
 
 from .block_headers import HEADER, KNOWLEDGE_TITLE, MEMORIES_TITLE, NOTE_HEADER
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
-from .relative_time import annotate, day_text
+from .relative_time import ago, annotate, day_text
 from .search import turns_by_ref
 from .tokens import estimate
 
@@ -41,26 +41,31 @@ def budget_for(context_window: int | None, budget_pct: float) -> int:
     return max(int(context_window * budget_pct), 0)
 
 
-def _line(item: RecallItem) -> str:
-    """``- (7 May 2023) Ann: I went yesterday [6 May 2023] …``: a turn or a journal line
-    with its day, and its relative time (:func:`.relative_time.annotate`) dated from it."""
+def _line(item: RecallItem, today: dt.date | None = None) -> str:
+    """``- (7 May 2023, 3 weeks ago) Ann: I went yesterday [6 May 2023] …``: a turn or a
+    journal line with its day — and how long before ``today`` that was, when the day the
+    block is read is known (:func:`.relative_time.ago`) — and its relative time
+    (:func:`.relative_time.annotate`) dated from it."""
     content = item.content.strip()
     when = ""
     if item.at and item.source in ("turn", "journal"):
         day = dt.date.fromisoformat(item.at[:10])
-        when, content = f"({day_text(day)}) ", annotate(content, day)
+        since = ago(day, today) if today else ""
+        when = f"({day_text(day)}{', ' + since if since else ''}) "
+        content = annotate(content, day)
     lines = content.splitlines() or [""]
     return "- " + when + lines[0] + "".join(f"\n  {rest}" for rest in lines[1:])
 
 
-def render_block(items: list[RecallItem]) -> str:
-    """Items grouped by section in the fixed order; empty sections are left out."""
+def render_block(items: list[RecallItem], today: dt.date | None = None) -> str:
+    """Items grouped by section in the fixed order; empty sections are left out; ``today``:
+    the day it is read, if known (see :func:`_line`)."""
     out = [HEADER]
     for title, sources in SECTIONS:
         chosen = [i for i in items if i.source in sources]
         if chosen:
             out.append(title)
-            out.extend(_line(i) for i in chosen)
+            out.extend(_line(i, today) for i in chosen)
     return "\n".join(out) if len(out) > 1 else ""
 
 
@@ -75,7 +80,8 @@ class Injection:
 def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
                     semantic: Semantic | None = None,
                     pinned: Sequence[RecallItem] = (), *,
-                    whole_long_term: bool = True, now: dt.datetime | None = None) -> Injection:
+                    whole_long_term: bool = True, now: dt.datetime | None = None,
+                    today: dt.date | None = None) -> Injection:
     """Recall for ``query`` and render it, never over ``budget`` tokens: recall runs with
     room left for the headers, and trailing items are dropped until the rendered block
     fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md).
@@ -84,7 +90,9 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
     query is the last session's words), first in [knowledge]; False: only its lines that
     answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
-    items recall scored. ``now``: when ``query`` is asked, if it is (see :func:`recall`)."""
+    items recall scored. ``now``: when ``query`` is asked, if it is (see :func:`recall`);
+    ``today``: the day the block is read (default: ``now``'s), each line's age told from it."""
+    today = today or (now.date() if now else None)
     if budget <= 0:
         return Injection("", budget, 0, [])
     overhead = estimate(HEADER) + sum(estimate(title) for title, _ in SECTIONS)
@@ -99,21 +107,22 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
         items = [i for i in items if i.source != "long_term"] + \
             [i for i in items if i.source == "long_term"]
     # rendered by section, the pinned first in theirs; trailing items are dropped first
-    return _fitted(items, budget, render_block)
+    return _fitted(items, budget, lambda chosen: render_block(chosen, today))
 
 
-def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int) -> Injection:
+def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int,
+                   today: dt.date | None = None) -> Injection:
     """The turns ``refs`` name, as :func:`build_injection` would render them were recall to
     find exactly those, in log order and within the same ``budget`` (trailing ones dropped):
     the ceiling `diarist eval --answer` compares memory with."""
     items = [RecallItem("turn", hit.id, hit.content, 1.0, estimate(hit.content), hit.at,
                         hit.refs) for hit in turns_by_ref(db, refs)]
-    return _fitted(items, budget, render_block)
+    return _fitted(items, budget, lambda chosen: render_block(chosen, today))
 
 
-def render_note(items: list[RecallItem]) -> str:
+def render_note(items: list[RecallItem], today: dt.date | None = None) -> str:
     """A per-turn memory note: the items as lines under one header."""
-    return "\n".join([NOTE_HEADER, *(_line(i) for i in items)]) if items else ""
+    return "\n".join([NOTE_HEADER, *(_line(i, today) for i in items)]) if items else ""
 
 
 def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,
@@ -122,12 +131,13 @@ def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,
     """What memory adds for one chat message: scored items not shown before (``exclude``:
     item ids), scoring at least ``min_score``, never over ``budget`` tokens — no fixed head
     (that is in the system prompt already), none of ``session``'s own turns; ``now``: when
-    the message was sent."""
+    the message was sent (its relative dates, and each line's age, are read from it)."""
     if budget <= estimate(NOTE_HEADER):
         return Injection("", budget, 0, [])
     result = recall(db, query, budget - estimate(NOTE_HEADER), k, semantic, now, head=False,
                     exclude=exclude, exclude_session=session, min_score=min_score)
-    return _fitted(list(result.items), budget, render_note)
+    today = now.date() if now else None
+    return _fitted(list(result.items), budget, lambda chosen: render_note(chosen, today))
 
 
 def _fitted(items: list[RecallItem], budget: int,

@@ -38,6 +38,24 @@ def day_text(day: dt.date) -> str:
     return f"{day.day} {calendar.month_name[day.month]} {day.year}"
 
 
+def ago(day: dt.date, today: dt.date) -> str:
+    """How long before ``today`` ``day`` was, as a person counts it ("yesterday", "8 days
+    ago", "3 weeks ago", "5 months ago", "2 years ago"); '' for a day not before it. Shown
+    beside an item's date so a small model reading "how long ago?" or "last week" need not
+    subtract dates."""
+    days = (today - day).days
+    if days <= 0:
+        return "today" if days == 0 else ""
+    if days == 1:
+        return "yesterday"
+    if days < 14:
+        return f"{days} days ago"
+    if days < 60:
+        return f"{days // 7} weeks ago"
+    months = (today.year - day.year) * 12 + today.month - day.month - (today.day < day.day)
+    return f"{months} months ago" if months < 24 else f"{months // 12} years ago"
+
+
 def _month_text(year: int, month: int) -> str:
     return f"{calendar.month_name[month]} {year}"
 

@@ -114,6 +114,10 @@ def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_bud
         "- (8 May 2023) Caroline: I went to a support group yesterday [7 May 2023].",
         "- (8 May 2023) Caroline: We go camping next month [June 2023], near the lake."]
     assert block.injected_tokens == estimate(block.text)
+    # read on a known day (a chat's, an eval question's), each line says how long ago
+    later = build_evidence(store.db, ["c:0"], budget=512, today=dt.date(2023, 5, 29))
+    assert later.text.splitlines()[-1] == (
+        "- (8 May 2023, 3 weeks ago) Caroline: I went to a support group yesterday [7 May 2023].")
     many = build_evidence(store.db, [f"c:{i}" for i in range(60)], budget=120)
     assert 0 < many.injected_tokens <= 120 and len(many.items) < 60
     assert build_evidence(store.db, [], budget=512).text == ""

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from freezegun import freeze_time
 
-from projections.relative_time import annotate, resolve
+from projections.relative_time import ago, annotate, resolve
 
 SUNDAY = dt.datetime(2023, 12, 31, 22, tzinfo=dt.UTC)
 
@@ -37,3 +37,20 @@ def test_annotate_keeps_the_words_and_adds_the_date(said: str, at: dt.date,
 def test_resolution_reads_the_turn_time_not_the_clock() -> None:
     assert resolve("I moved last month", SUNDAY) == "I moved in November 2023"
     assert dt.date.today() == dt.date(2031, 7, 4)   # the clock is elsewhere
+
+
+@pytest.mark.parametrize(("day", "today", "expected"), [
+    (dt.date(2026, 11, 28), dt.date(2026, 11, 28), "today"),
+    (dt.date(2026, 11, 27), dt.date(2026, 11, 28), "yesterday"),
+    (dt.date(2025, 12, 31), dt.date(2026, 1, 2), "2 days ago"),        # across a year's end
+    (dt.date(2026, 11, 20), dt.date(2026, 11, 28), "8 days ago"),
+    (dt.date(2026, 11, 13), dt.date(2026, 11, 28), "2 weeks ago"),
+    (dt.date(2026, 9, 30), dt.date(2026, 11, 28), "8 weeks ago"),
+    (dt.date(2026, 8, 31), dt.date(2026, 11, 28), "2 months ago"),     # not yet three
+    (dt.date(2024, 2, 29), dt.date(2024, 5, 29), "3 months ago"),      # a leap day
+    (dt.date(2025, 1, 15), dt.date(2026, 11, 28), "22 months ago"),
+    (dt.date(2024, 11, 28), dt.date(2026, 11, 28), "2 years ago"),
+    (dt.date(2026, 11, 29), dt.date(2026, 11, 28), ""),                # not before today
+])
+def test_how_long_ago_a_day_was(day: dt.date, today: dt.date, expected: str) -> None:
+    assert ago(day, today) == expected

@@ -138,6 +138,12 @@ def test_a_note_reads_relative_dates_from_the_day_the_message_is_sent(
             session.send(question)
         note = backend.requests[-1][-1]["content"].split("\n\n", 1)[0]
         assert note.startswith(NOTE_HEADER) and dinner in note.splitlines()[1], note
+    # each line says how long ago it was said, the start block's too: no date arithmetic
+    assert "(12 March 2026, 3 weeks ago) Ann: I cooked a lentil curry" in note
+    with clock.frozen(first + dt.timedelta(days=31)):
+        session = ChatSession(home, log, store, backend, Config(), tools=False)
+        session.start()
+    assert "(22 March 2026, 11 days ago) Ann: I cooked a fish pie" in session.memory_block
 
 
 def test_a_question_asked_again_does_not_lower_its_answers_score(

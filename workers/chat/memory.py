@@ -94,7 +94,8 @@ class SessionMemory:
         query = recent_user_text(self.store.db, turns=RECENT_TURNS, excluding=self.session_id)
         injection = build_injection(self.store.db, query, budget, self.top_k,
                                     semantic_searcher(self.home, self.store),
-                                    pinned=recent_notes(self.store, int(budget * NOTES_SHARE)))
+                                    pinned=recent_notes(self.store, int(budget * NOTES_SHARE)),
+                                    today=clock.now().date())  # lines say how long ago
         self.start = injection
         self.shown = {item.id for item in injection.items}
         return injection

@@ -214,7 +214,7 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
         "recalled_refs": [list(i.refs) for i in ours["top10"]],
     }
     if answerer is not None:
-        evidence = build_evidence(db, q.evidence, budget)
+        evidence = build_evidence(db, q.evidence, budget, asked.date() if asked else None)
         record.update(answerer.answer(conv, q, injection.text, evidence.text))
     else:
         record["prompt_tokens"] = memory_prompt_tokens(q, injection.text)
