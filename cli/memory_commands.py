@@ -48,8 +48,8 @@ def _warn_if_behind(store: ProjectionStore) -> None:
 @click.command("recall")
 @click.argument("query", required=False)
 @click.option("--queries", type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file of {\"id\", \"query\"} lines: one JSON result per line "
-                   "(with --json).")
+              help="JSONL file of {\"id\", \"query\"} lines (\"at\" too, if known): one JSON "
+                   "result per line (with --json).")
 @click.option("--k", "k", type=click.IntRange(1), default=None,
               help="Scored items at most, after profile, project facts and MEMORY.md "
                    "(default: memory.top_k).")
