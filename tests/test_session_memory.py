@@ -111,6 +111,9 @@ def test_the_system_prompt_tells_the_sessions_day_even_past_midnight(
     (warmed,) = backend.warmed
     assert "Today is Saturday, 28 February 2026." in warmed[0]["content"]
     assert backend.requests[-1][0] == warmed[0]
+    with clock.frozen(dt.datetime(2026, 3, 1, 0, 6, tzinfo=dt.UTC)):
+        session.clear()  # a new start block, a new system prompt: today's
+    assert "Today is Sunday, 1 March 2026." in session.messages()[0]["content"]
 
 
 def test_a_note_reads_relative_dates_from_the_day_the_message_is_sent(

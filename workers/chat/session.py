@@ -226,8 +226,10 @@ class ChatSession:
         return note
 
     def clear(self) -> None:
-        """Forget the conversation so far (not the log); the start block is built again."""
+        """Forget the conversation so far (not the log); the start block is built again, and
+        the system prompt tells the day it is now."""
         self.history.clear()
+        self.today = clock.now().date()
         self.memory_block, self.injection = "", None
         if self.config.memory.inject_on_start:
             self.inject_start()
