@@ -76,7 +76,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from events import EventLog
-    from events.clock import from_iso
     from events.config import Config
     from projections import open_store
     from projections.embedding import release_embedders
@@ -106,7 +105,7 @@ def main() -> None:
         with EventLog(built.home.events_db) as log, open_store(built.home, log) as store:
             semantic = semantic_searcher(built.home, store)
             for q in questions:
-                asked = from_iso(q.at) if q.at else None  # as `diarist eval` asks it
+                asked = q.asked  # as `diarist eval` asks it
                 top = recall(store.db, q.query, 0, 10, semantic, asked).items
                 cli = recall(store.db, q.query, args.budget, k, semantic, asked)
                 every = recall(store.db, q.query, args.budget, 1000, semantic, asked)

@@ -236,7 +236,9 @@ def test_bad_layout_questions_name_the_line(tmp_path: Path) -> None:
         (FIXTURES / "layout" / "chat-a.transcript.jsonl").read_text())
     lines = [{"id": "1", "query": "q", "answer": "a", "category": "x", "evidence": ["nope"]},
              {"id": "2", "query": "q", "answer": "a", "category": "x", "evidence": [],
-              "colour": "red"}]
+              "colour": "red"},
+             {"id": "3", "query": "q", "answer": "a", "category": "x", "evidence": [],
+              "at": "2023-05-08 14:00"}]
     (tmp_path / "c.questions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(DatasetError) as caught:
         load_dataset(tmp_path)
@@ -244,6 +246,8 @@ def test_bad_layout_questions_name_the_line(tmp_path: Path) -> None:
         f"{tmp_path}/c.questions.jsonl:1: ref 'nope' is not in the transcript",
         f"{tmp_path}/c.questions.jsonl:2: unknown field 'colour' (allowed: id, query, answer,"
         " category, evidence, stale, at, answerable, evidence_sessions)",
+        f"{tmp_path}/c.questions.jsonl:3: field 'at' must be a time with an offset, such as"
+        " 2023-05-08T14:00:00Z (got '2023-05-08 14:00')",
     ]
     (tmp_path / "c.questions.jsonl").unlink()
     with pytest.raises(DatasetError, match="missing"):

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from events.clock import from_iso
 from events.jsonl import jsonl_lines
 from projections.tokens import estimate
 
@@ -89,7 +88,7 @@ def request_key(model: str, messages: list[dict], max_tokens: int) -> str:
 def question_day(q: Question) -> dt.date | None:
     """The day a question is asked (UTC), told to the model as the chat tells it today's;
     None when the dataset does not say (LoCoMo)."""
-    return from_iso(q.at).date() if q.at else None
+    return q.asked.date() if q.asked else None
 
 
 def user_message(q: Question) -> dict:

@@ -15,6 +15,7 @@ supported inputs:
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from events import DiaristError
+from events.clock import from_iso
 from events.jsonl import jsonl_lines
 from events.problems import Problems
 from events.transcript import parse as parse_transcript
@@ -49,6 +51,12 @@ class Question:
     answerable: bool = True             # False: the answer was never said (adversarial, _abs)
     evidence_sessions: tuple[str, ...] = ()  # sessions that hold the answer (when no turn does)
     at: str | None = None               # when the question is asked (ISO-8601), if known
+
+    @property
+    def asked(self) -> dt.datetime | None:
+        """When the question is asked, if the dataset says: recall, the model's "today"
+        and each line's age are read from it, as the chat reads them from its clock."""
+        return from_iso(self.at) if self.at else None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "query": self.query, "answer": self.answer,
@@ -165,6 +173,18 @@ def _question_error(obj: Any, refs: set[str]) -> str | None:
         return f"ref {unknown_refs[0]!r} is not in the transcript"
     if "answerable" in obj and not isinstance(obj["answerable"], bool):
         return "field 'answerable' must be true or false"
+    return _time_error(obj.get("at"))
+
+
+def _time_error(at: Any) -> str | None:
+    """What is wrong with a question's ``at`` (read as when it is asked), if anything."""
+    if at is None:
+        return None
+    try:
+        from_iso(str(at))
+    except ValueError:
+        return f"field 'at' must be a time with an offset, such as 2023-05-08T14:00:00Z " \
+               f"(got {at!r})"
     return None
 
 

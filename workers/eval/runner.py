@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from events import EventLog, Home
-from events.clock import from_iso
 from events.config import Config
 from projections import open_store
 from projections.embedding import active_embedder, release_embedders
@@ -190,7 +189,7 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
                       semantic: Any, relevancy: _Relevancy, budget: int, top_k: int,
                       answerer: Any = None) -> dict[str, Any]:
     db = store.db
-    asked = from_iso(q.at) if q.at else None  # "last week" in a question is from its day
+    asked = q.asked  # "last week" in a question is from its day
     ours: dict[str, Sequence[RecallItem]] = {}
     for k in KS:
         ours[f"top{k}"] = recall(db, q.query, 0, k, semantic, asked).items
