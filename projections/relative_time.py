@@ -8,7 +8,9 @@ same text, and a replay the same projection.
 
 Known: yesterday, today, tonight, this morning/afternoon/evening, tomorrow, last/this/next
 <weekday>, last/this/next week(end), last/this/next month, last/this/next year, and
-"N days/weeks/months/years ago" (words or digits). Anything else is left as said.
+"N days/weeks/months/years ago" (words or digits); after "about", "around" and the like
+the date is "around" it ("about two years ago": "around 2021"). Anything else is left as
+said.
 """
 from __future__ import annotations
 
@@ -26,8 +28,10 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
             "couple of": 2, "few": 3}
 _NUMBER = r"(?P<n>\d+|a couple of|a few|couple of|an|a|one|two|three|four|five|six|seven" \
           r"|eight|nine|ten)"
+# a word that makes the time rough ("about two years ago" is "around 2021", not "about in 2021")
+_APPROXIMATE = r"(?:(?P<approx>about|around|roughly|approximately|nearly|almost) )?"
 _PATTERN = re.compile(
-    r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|this afternoon"
+    rf"\b{_APPROXIMATE}(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|this afternoon"
     r"|this evening|last night)"
     rf"|(?P<rel>last|this|next|coming|past) (?P<unit>week(?:end)?|month|year|{'|'.join(_WEEKDAYS)})"
     rf"|{_NUMBER} (?P<ago_unit>day|week|month|year)s? ago)\b", re.IGNORECASE)
@@ -117,7 +121,9 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
     def replace(match: re.Match[str]) -> str:
         phrase = _phrase(match, day)
         before = text[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
-        if before in _PREPOSITIONS:     # "since yesterday": "since 7 May 2023"
+        if match.group("approx"):       # "about two years ago": "around 2021"
+            phrase = "around " + phrase.split(" ", 1)[1]
+        elif before in _PREPOSITIONS:     # "since yesterday": "since 7 May 2023"
             phrase = phrase.split(" ", 1)[1]
         return phrase
 

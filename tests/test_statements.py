@@ -33,6 +33,10 @@ MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first sessi
     ("last weekend", dt.datetime(2023, 5, 7, 20, tzinfo=dt.UTC),  # said on a Sunday
      "on the weekend of 29 April 2023"),
     ("the weekly meeting", MONDAY, "the weekly meeting"),   # nothing relative: unchanged
+    # a rough time stays rough, said once ("about in 2018" before)
+    ("I started about five years ago", MONDAY, "I started around 2018"),
+    ("posted it about 2 weeks ago", MONDAY, "posted it around 24 April 2023"),
+    ("since about a month ago", MONDAY, "since around April 2023"),
 ])
 def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datetime,
                                                          expected: str) -> None:
@@ -60,6 +64,9 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("Taking some me-time helps me.", "Taking some me-time helps Caroline."),
     ("I moved to the US with my US-based team.",
      "Caroline moved to the US with Caroline's US-based team."),
+    # the spoken forms agree as the words they stand for ("Caroline wannas" before)
+    ("I wanna help make a difference.", "Caroline wants to help make a difference."),
+    ("I gotta do something.", "Caroline has to do something."),
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected
@@ -105,6 +112,12 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("I love to.", False),                              # an answer leaning on a question
     ("And yup, I do- Oscar, my guinea pig.", False),
     ("I have, like, three cats at home.", True),        # a comma is no ellipsis
+    # a request or invitation to the listener, the verb first
+    ("Check out my painting for the art show.", False),
+    ("Let me know if there's anything else I can do.", False),
+    ("Give me the steps for my caseload.", False),
+    ("Wish me luck.", False),
+    ("Got it, I will set my alarm early.", False),       # an acknowledgment
 ])
 def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:
     assert is_disclosure(sentence) is kept
@@ -123,6 +136,20 @@ def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None
     assert statements(turn("I painted a lake.", source=False)) == []   # a model's turn
     assert [s.text for s in statements(turn("I moved to Leeds.", speaker="user"))] == [
         "The user moved to Leeds."]
+
+
+def test_a_disclosure_said_without_its_i_names_who() -> None:
+    """"Lost my job …" is the speaker's, as "I lost my job …" would be; a sentence that
+    invites the listener to look is no part of the statement before it."""
+    found = statements(turn("Lost my job as a banker yesterday, so I'm gonna start my own "
+                            "business. Wish I was braver. Check out my new logo!",
+                            speaker="Jon"))
+    assert [s.text for s in found] == [
+        "Jon lost Jon's job as a banker on 7 May 2023, so Jon is gonna start Jon's own "
+        "business.", "Jon wishes Jon was braver."]
+    # a past tense that reads as an imperative too gets no "I"
+    assert [s.text for s in statements(turn("Read my new blog post.", speaker="Jon"))] == [
+        "Read Jon's new blog post."]
 
 
 def test_a_sentence_about_a_group_acting_on_each_other_joins_no_statement() -> None:

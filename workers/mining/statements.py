@@ -8,15 +8,18 @@ third-person statements that name who.
    life — with at least :data:`MIN_CONTENT_WORDS` content words. Left out: questions,
    sentences about the listener ("you", "your") or asking them ("please …"), greetings,
    thanks and other reactions (:data:`_REACTION`: a sentence that only reacts carries no
-   fact), and hedged talk (":data:`_HEDGE`": "I think", "I guess" — opinions about what
-   the other said — or a condition: "If I …").
+   fact), requests and invitations, the verb first ("Check out my painting",
+   :data:`_IMPERATIVE`), and hedged talk (:data:`_HEDGE`: "I think", "I guess" —
+   opinions about what the other said — or a condition: "If I …").
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
-   is"), "my"/"our" the name's possessive, "me"/"us" the name (not inside a hyphenated
-   word, "me-time", nor the country, "the US"); relative time is resolved
-   from the turn's own time (:func:`projections.relative_time.resolve`). A speaker with no
-   name ("user") is written "the user" ("The user" where it opens a sentence).
+   is", "I wanna" → "Caroline wants to"), "my"/"our" the name's possessive, "me"/"us" the
+   name (not inside a hyphenated word, "me-time", nor the country, "the US"); relative
+   time is resolved from the turn's own time (:func:`projections.relative_time.resolve`).
+   A sentence said without its "I" ("Lost my job yesterday") gets it back first. A
+   speaker with no name ("user") is written "the user" ("The user" where it opens a
+   sentence).
 
 Deterministic and instant: the same turn always gives the same statements. Each statement
 rests on its one turn, so a memory's refs name exactly where it came from.
@@ -52,12 +55,20 @@ _REACTION = re.compile(
     r"|no|nope|ok|okay|cool|great|nice|awesome|sure|totally|absolutely|congrats"
     r"|congratulations|good luck|bye|see you|take care|sounds|that's|that sounds"
     r"|glad|sorry|i'm glad|i'm sorry|i'm so glad|i'm so sorry|i hope|i bet|i know|i see"
-    r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see"
+    r"|i agree|i understand|i can imagine|i can't wait to see|i'd love to see|got it"
     r"|i love that|i love it|i love this|i appreciate|i'm happy for"
     r"|let's|let us)\b")   # "let's …": a suggestion, no fact
 # hedged, or a condition rather than a fact ("If I would like to play 2 matches a day, …")
 _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|maybe|if"
                     r"|unless)\b")
+# a request or an invitation to the listener, whose "I"/"my" is no disclosure ("Check out my
+# painting", "Let me know …", "Give me the steps …"): the sentence opens with a verb in the
+# imperative, no subject before it
+_IMPERATIVE = re.compile(r"^(?:check|give|join|take|keep|let|make|tell|show|meet|remember"
+                         r"|imagine|try|come|follow|listen|send|help|share|stop|wish (?:me|us))\b")
+# a disclosure said without its "I" ("Lost my job as a banker yesterday", "Wish I was that
+# resilient"): a verb in the past tense, or "wish", opens it
+_NO_SUBJECT = "wish"
 # "we" that takes in the listener ("we both need a break", "we all have our paths", "we
 # should all join forces", which would read "Maria should all join forces") or is
 # a group whose members act on each other ("we push each other to improve", which would
@@ -105,14 +116,15 @@ def is_disclosure(sentence: str) -> bool:
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
     if _TO_LISTENER.search(low) or _REACTION.match(low) or _HEDGE.match(low) \
-            or _SHARED.search(low) or _ELLIPSIS.search(low):
+            or _IMPERATIVE.match(low) or _SHARED.search(low) or _ELLIPSIS.search(low):
         return False
     return len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
 _BE = {"am": "is", "'m": "is", "was": "was", "have": "has", "'ve": "has", "do": "does",
        "don't": "doesn't", "go": "goes", "'d": "would", "'ll": "will", "are": "is",
-       "were": "was", "'re": "is", "haven't": "hasn't", "aren't": "isn't"}
+       "were": "was", "'re": "is", "haven't": "hasn't", "aren't": "isn't",
+       "wanna": "wants to", "gotta": "has to"}
 _ADVERBS = frozenset("""also just really still always never often usually recently finally
 already even only actually totally definitely sometimes both all kind sort now
 then once last first ever soon""".split())
@@ -229,7 +241,7 @@ def _follows(sentence: str) -> bool:
     reaction, talk about the listener or about a "we" that is not the speaker."""
     low = sentence.casefold().replace("’", "'")
     return not (sentence.endswith("?") or _TO_LISTENER.search(low) or _REACTION.match(low)
-                or _HEDGE.match(low) or _SHARED.search(low)) \
+                or _HEDGE.match(low) or _IMPERATIVE.match(low) or _SHARED.search(low)) \
         and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
@@ -273,13 +285,27 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
     out: list[Statement] = []
     for index, group in enumerate(groups):
         said = " ".join(group)
-        parts = [third_person(_LEAD.sub("", s), turn.speaker).rstrip(" .!,;") for s in group]
+        parts = [third_person(_with_subject(_LEAD.sub("", s)), turn.speaker).rstrip(" .!,;")
+                 for s in group]
         if index in owned:
             parts[0] = _possessive(display_name(turn.speaker)) + parts[0][3:]
         text = resolve(". ".join(parts), at)
         text = text[0].upper() + text[1:] + "."
         out.append(Statement(text[:MAX_CHARS], said, turn, index in owned))
     return out
+
+
+# past tenses that read as an imperative too ("Read this book")
+_SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())
+
+
+def _with_subject(sentence: str) -> str:
+    """``sentence`` with the "I" it was said without (see :data:`_NO_SUBJECT`): "Lost my
+    job as a banker" → "I lost my job as a banker"."""
+    first = sentence.split(" ", 1)[0].casefold().rstrip(",")
+    if first == _NO_SUBJECT or (is_past(first) and first not in _SAME_AS_BASE):
+        return "I " + sentence[:1].lower() + sentence[1:]
+    return sentence
 
 
 _DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\b")
