@@ -147,6 +147,10 @@ def test_a_disclosure_said_without_its_i_names_who() -> None:
     assert [s.text for s in found] == [
         "Jon lost Jon's job as a banker on 7 May 2023, so Jon is gonna start Jon's own "
         "business.", "Jon wishes Jon was braver."]
+    # what a request introduces after its colon may be one
+    assert [s.text for s in statements(turn(
+        "Let me start with the new additions: my sister-in-law just had a baby, Emma.",
+        speaker="user"))] == ["The user's sister-in-law just had a baby, Emma."]
     # a past tense that reads as an imperative too gets no "I"
     assert [s.text for s in statements(turn("Read my new blog post.", speaker="Jon"))] == [
         "Read Jon's new blog post."]

@@ -66,6 +66,19 @@ _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|
 # imperative, no subject before it
 _IMPERATIVE = re.compile(r"^(?:check|give|join|take|keep|let|make|tell|show|meet|remember"
                          r"|imagine|try|come|follow|listen|send|help|share|stop|wish (?:me|us))\b")
+_REQUEST_COLON = re.compile(r"^[^:]{3,80}:\s+(?=\S)")
+
+
+def _after_request(sentence: str) -> str:
+    """What follows the colon of a request that opens ``sentence`` ("Let me start with the
+    new additions: my sister-in-law just had a baby" → "my sister-in-law just had a baby"):
+    the request is no disclosure, what it introduces may be."""
+    opening = _REQUEST_COLON.match(sentence)
+    if opening and _IMPERATIVE.match(_LEAD.sub("", sentence.casefold())):
+        return sentence[opening.end():]
+    return sentence
+
+
 # a disclosure said without its "I" ("Lost my job as a banker yesterday", "Wish I was that
 # resilient"): a verb in the past tense, or "wish", opens it
 _NO_SUBJECT = "wish"
@@ -270,6 +283,7 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
         sentence = said
         if vocative and vocative.match(bare := _LEAD.sub("", said)):
             sentence = vocative.sub("", bare)
+        sentence = _after_request(sentence)
         sentence = sentence[:1].upper() + sentence[1:]
         if is_disclosure(sentence):
             groups.append([sentence])
