@@ -128,10 +128,17 @@ def is_disclosure(sentence: str) -> bool:
     low = _LEAD.sub("", sentence.casefold().replace("’", "'"))
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
-    if _TO_LISTENER.search(low) or _REACTION.match(low) or _HEDGE.match(low) \
-            or _IMPERATIVE.match(low) or _SHARED.search(low) or _ELLIPSIS.search(low):
+    if _tells_nothing(low) or _ELLIPSIS.search(low):
         return False
     return len(content_words(sentence)) >= MIN_CONTENT_WORDS
+
+
+def _tells_nothing(low: str) -> bool:
+    """Whether a sentence (casefolded) is talk to or about the listener, a reaction, hedged,
+    a request, or about a "we" that is not the speaker: no fact of its own, on its own or
+    going on with the one before."""
+    return bool(_TO_LISTENER.search(low) or _REACTION.match(low) or _HEDGE.match(low)
+                or _IMPERATIVE.match(low) or _SHARED.search(low))
 
 
 _BE = {"am": "is", "'m": "is", "was": "was", "have": "has", "'ve": "has", "do": "does",
@@ -253,8 +260,7 @@ def _follows(sentence: str) -> bool:
     renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
     reaction, talk about the listener or about a "we" that is not the speaker."""
     low = sentence.casefold().replace("’", "'")
-    return not (sentence.endswith("?") or _TO_LISTENER.search(low) or _REACTION.match(low)
-                or _HEDGE.match(low) or _IMPERATIVE.match(low) or _SHARED.search(low)) \
+    return not (sentence.endswith("?") or _tells_nothing(low)) \
         and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 
 
