@@ -255,7 +255,7 @@ NONE = "none"
 # it's oat flat white", a drink).
 CHANGE_THRESHOLD = 0.45
 LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), *(d.key for d in DECOYS), NONE)
-_SPLIT = re.compile(r"[,;:]|\s(?:and|but|so|because|while|though)\s", re.IGNORECASE)
+_SPLIT = re.compile(r"([,;:]|\s(?:and|but|so|because|while|though)\s)", re.IGNORECASE)
 
 
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"
@@ -270,18 +270,42 @@ _A_DAY = re.compile(rf"{_DATE.pattern}|\b(?:\d{{1,2}}(?:st|nd|rd|th)|tomorrow|to
 
 
 def clauses(statement: str, who: str) -> list[str]:
-    """A statement's clauses of three words or more and, when there are several, the whole
-    statement ("Someone left Acme and joined a startup": the second clause alone has no
-    subject); ``who`` written as "Someone" and dates left out (when a thing was said is no
-    part of what it is about)."""
+    """A statement's clauses of three words or more and, when it has several parts of three
+    words, the whole statement; ``who`` written as "Someone" and dates left out (when a
+    thing was said is no part of what it is about).
+
+    A part with no subject of its own is not read alone: "and" and a comma join nouns as
+    often as verbs, and cut off, "big dogs with loud barks" reads as a pet (of "Someone
+    is terrified of wasps and big dogs with loud barks"), "so many different coffee
+    options" as a drink. After "and" or "but" it is read on from a clause naming the
+    person, as a predicate of theirs ("Someone sold the dinghy and bought a new boat");
+    elsewhere ("especially …", "like …") only in the whole statement, when it is read.
+    """
     text = statement
     if who:  # "Lucas' evenings" → "Someone's evenings"
         text = re.sub(rf"\b{re.escape(who)}'(?!\w)", f"{SOMEONE}'s", text)
         text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, text)
     text = _DATE.sub("", text)
-    parts = [" ".join(p.split()) for p in _SPLIT.split(text)]
-    kept = [p for p in parts if len(p.split()) >= 3]
-    return kept + [" ".join(text.split())] if len(kept) > 1 else kept or [text]
+    pieces = _SPLIT.split(text)             # part, separator, part, …
+    parts, chain = [pieces[0]], pieces[0]
+    for separator, part in zip(pieces[1::2], pieces[2::2], strict=True):
+        if _has_subject(part) or not any(p.strip() for p in parts):
+            parts.append(part)
+            chain = part
+        elif SOMEONE in chain and separator.strip().casefold() in ("and", "but"):
+            chain += separator + part
+            parts.append(chain)
+        else:
+            chain = ""
+    kept = list(dict.fromkeys(p for p in (" ".join(p.split()) for p in parts)
+                              if len(p.split()) >= 3))
+    several = sum(len(p.split()) >= 3 for p in pieces[::2]) > 1
+    whole = " ".join(text.split())
+    return kept + [whole] if several and whole not in kept else kept or [text]
+
+
+def _has_subject(part: str) -> bool:
+    return SOMEONE in part or bool(_OWN_SUBJECT.match(part.strip()))
 
 
 # A clause that opens with one of these, or with a name, has a subject of its own
