@@ -319,6 +319,12 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
         "Someone is scared of wasps", "Someone is scared of wasps and big dogs with loud barks."]
     assert clauses("Nadia loves tea, especially the smoky kinds from Fujian.", "Nadia") == [
         "Someone loves tea", "Someone loves tea, especially the smoky kinds from Fujian."]
+    # the person named as an owner is no subject: "leadership roles in her company" is
+    # still a part of what she read about, no job of hers
+    assert clauses("Nadia read about pay gaps and leadership roles in Nadia's company.",
+                   "Nadia") == ["Someone read about pay gaps",
+                                "Someone read about pay gaps and leadership roles in Someone's"
+                                " company."]
     assert clauses("Nadia lives in Leeds.", "Nadia") == ["Someone lives in Leeds."]
     # a month's name is a date only as a word ("Maya", "Marching" are not May, March)
     assert clauses("Nadia met Maya in May 2024 at the Marching band.", "Nadia") == [

@@ -305,7 +305,13 @@ def clauses(statement: str, who: str) -> list[str]:
 
 
 def _has_subject(part: str) -> bool:
-    return SOMEONE in part or bool(_OWN_SUBJECT.match(part.strip()))
+    """Whether a part of a statement has a subject: it opens with one, or names the person
+    other than as an owner ("… since Someone is allergic"; not "… leadership positions in
+    Someone's company", which is no job of theirs)."""
+    return bool(_OWN_SUBJECT.match(part.strip()) or _THE_PERSON.search(part))
+
+
+_THE_PERSON = re.compile(rf"\b{SOMEONE}\b(?!['’])")
 
 
 # A clause that opens with one of these, or with a name, has a subject of its own
