@@ -52,7 +52,7 @@ from projections.readable import (
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
-from projections.when import last_day
+from projections.when import last_day, periods
 
 from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
@@ -312,13 +312,14 @@ def _plain(content: str) -> str:
 def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
     an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) the day it
-    was said ("since 7 March 2026"); a statement with a subject key that says no value
-    ("… are planning to move in together", a relationship line) gets none."""
+    was said ("since 7 March 2026"), unless the line dates itself: "… got a new puppy on
+    February 10th (since 1 November 2023)" would read as two beginnings. A statement with
+    a subject key that says no value ("… are planning to move in together", a relationship
+    line) gets none."""
     text = statement_of(memory)
-    if memory.subject and memory.created_at and states_a_value(memory, names):
-        day = day_text(from_iso(memory.created_at).date())
-        if day not in text:   # not "… got a new bike on 28 May 2023 (since 28 May 2023)"
-            text = f"{text.rstrip('.')} (since {day})"
+    if memory.subject and memory.created_at and states_a_value(memory, names) \
+            and not periods(text):
+        text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     return text
 
 
