@@ -8,8 +8,9 @@ statements about "Someone". A new attribute is one entry here, then
 checkout and writes :data:`WEIGHTS`).
 
 **The classifier** reads MiniLM vectors of a statement's clauses (split at commas,
-semicolons and "and/but/so/because", plus the whole statement when it has several; the
-person's name replaced by "Someone") and gives
+semicolons and "and/but/so/because", a part with no subject read only on from the
+person's clause or in the whole statement, which is read when it has several parts; the
+person's name replaced by "Someone": :func:`clauses`) and gives
 each clause a probability per attribute and for *none*: a multinomial logistic regression
 trained on the registry's examples (the attributes) and on the statements mining draws
 from LoCoMo's dev conversations (*none*: a year of two people's lives, where almost nothing
