@@ -597,6 +597,46 @@ def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
     assert section_for(habit, today=dt.date(2024, 7, 1)) == "Workflows"   # no plan
 
 
+def test_a_passing_phase_leaves_memory_md_a_half_life_after_it_was_last_said() -> None:
+    import dataclasses
+    import datetime as dt
+
+    from workers.consolidation.consolidate import section_for
+
+    phase = mined_line("Nate is currently participating in the video game tournament again.",
+                       "nate|sport", at="2022-03-24T13:49:00Z")
+    assert section_for(phase, today=dt.date(2022, 6, 1)) == "Preferences"
+    assert section_for(phase, today=dt.date(2022, 11, 11)) is None           # 232 days on
+    assert section_for(phase, today=dt.date(2022, 11, 11), phase_days=365) == "Preferences"
+    said_again = dataclasses.replace(phase, last_seen="2022-10-01T10:00:00Z")   # merged
+    assert section_for(said_again, today=dt.date(2022, 11, 11)) == "Preferences"
+    lasting = mined_line("Nate loves fantasy and sci-fi movies.", at="2022-03-24T13:49:00Z")
+    assert section_for(lasting, today=dt.date(2022, 11, 11)) == "Preferences"
+    job = mined_line("Nate is currently working as a game tester.", "nate|job",
+                     at="2022-03-24T13:49:00Z")
+    assert section_for(job, today=dt.date(2022, 11, 11)) == "Profile"   # held till replaced
+    noted = mined_line("I am currently into salsa.", source="user", at="2022-03-24T13:49:00Z")
+    assert section_for(noted, today=dt.date(2022, 11, 11)) == "Preferences"
+
+
+def test_a_passing_phase_leaves_memory_md_on_a_later_night(home: Home, tmp_path: Path) -> None:
+    """By the log's own time; its journal keeps it."""
+    def said(at: str, text: str, n: int) -> dict:
+        return {"session": f"s{n}", "at": at, "role": "user", "name": "Ann", "text": text,
+                "ref": f"s{n}:0"}
+
+    first = night_over(home, tmp_path, [
+        said("2023-03-03T10:00:00Z", "I love baking sourdough lately, it's so calming.", 1)])
+    assert "Ann loves baking sourdough lately" in first
+    still = night_over(home, tmp_path, [
+        said("2023-05-05T10:00:00Z", "My sister Lena is visiting next week.", 2)])
+    assert "Ann loves baking sourdough lately" in still                # 63 days on
+    night_over(home, tmp_path, [said("2023-07-22T10:00:00Z", "I adopted a cat called Miso.", 3)])
+    gone = (home.memory_dir / "MEMORY.md").read_text()
+    assert "sourdough" not in gone
+    assert "sourdough" in (home.memory_dir / "2023-03-03.md").read_text()
+
+
 def test_a_plan_leaves_memory_md_once_its_day_is_gone_by(home: Home, tmp_path: Path) -> None:
     """By the log's own time, on the next consolidation; a week's grace."""
     def said(at: str, text: str, n: int) -> dict:

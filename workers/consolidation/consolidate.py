@@ -4,7 +4,9 @@ merged into a new MEMORY.md (``LongTermRewritten``).
 - **What is reviewed.** Journal entries after the watermark — the log position the last
   ``LongTermRewritten`` recorded as ``reviewed_upto`` — and the current MEMORY.md. Lines of
   MEMORY.md that say what a superseded or archived memory said are dropped (the newer fact
-  replaced it; it must not be injected any more).
+  replaced it; it must not be injected any more), and so are those that no longer join
+  (:func:`section_for`, by the log's own time: a plan whose day is gone by, a passing
+  phase long unsaid).
 - **The deterministic merge** (always first): MEMORY.md is a ``# Memory`` file with one
   ``##`` section per kind of memory (:data:`ORDER`: Profile, People, Preferences, Projects,
   Tools, Workflows, Plans, and Notes for journal lines that are not typed memories; other
@@ -85,9 +87,45 @@ ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
+# words that say a present that passes, not a lasting taste: "… has been really into vinyl
+# collecting lately", "is currently participating in …", "… these days". Not "recently",
+# which dates a past event ("recently got a puppy"), nor "now", which says a change ("is
+# now part of the fire-fighting brigade").
+PHASE = re.compile(r"\b(?:currently|lately|these days|right now|at the moment|at present"
+                   r"|for now|for the time being)\b", re.IGNORECASE)
+PHASE_DAYS = 90.0     # DreamingConfig.half_life_days' default
+
+
 def section_for(memory: Memory, names: frozenset[str] = frozenset(),
                 offered: Callable[[Memory], str] | None = None,
-                today: dt.date | None = None) -> str | None:
+                today: dt.date | None = None, phase_days: float = PHASE_DAYS) -> str | None:
+    """The section a memory joins (:func:`_section_for`), or None — also when a mined
+    preference says a passing phase (:func:`phase_over`: "Nate is currently participating
+    in the video game tournament again") that was last said more than ``phase_days`` (the
+    fading half-life, ``dreaming.half_life_days``) before ``today``."""
+    section = _section_for(memory, names, offered, today)
+    if section == PREFERENCE.section and today is not None \
+            and memory.source not in NOT_MINED and phase_over(memory, today, phase_days):
+        return None
+    return section
+
+
+def phase_over(memory: Memory, today: dt.date, days: float = PHASE_DAYS) -> bool:
+    """Whether a memory's line (:func:`statement_of`) says a passing phase (:data:`PHASE`)
+    and it was last said (``last_seen``, else when it was first) more than ``days`` before
+    ``today``: its journal and recall keep it; MEMORY.md says what is current."""
+    if not PHASE.search(statement_of(memory)):
+        return False
+    try:
+        said = from_iso(memory.last_seen or memory.created_at).date()
+    except ValueError:
+        return False
+    return said + dt.timedelta(days=days) < today
+
+
+def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
+                 offered: Callable[[Memory], str] | None = None,
+                 today: dt.date | None = None) -> str | None:
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
@@ -424,7 +462,8 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 
 
 def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
-           offered: Callable[[Memory], str], today: dt.date | None) -> set[str]:
+           offered: Callable[[Memory], str], today: dt.date | None,
+           phase_days: float = PHASE_DAYS) -> set[str]:
     """What superseded and archived memories said, unless an active one says it too (a
     merged duplicate says what its keeper says); and what an active mined memory says
     that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
@@ -435,7 +474,7 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
 
     gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
     left_out = {m.id for m in active if m.source not in NOT_MINED
-                and section_for(m, names, offered, today) is None}
+                and section_for(m, names, offered, today, phase_days) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
 
@@ -466,16 +505,16 @@ def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
-          report: ConsolidationReport, today: dt.date | None = None
-          ) -> tuple[list[str], list[Section], set[str]]:
-    """The deterministic merge on ``today`` (the log's own time); returns (head, sections,
-    titles of changed sections)."""
+          report: ConsolidationReport, today: dt.date | None = None,
+          phase_days: float = PHASE_DAYS) -> tuple[list[str], list[Section], set[str]]:
+    """The deterministic merge on ``today`` (the log's own time; ``phase_days`` as in
+    :func:`section_for`); returns (head, sections, titles of changed sections)."""
     head, parsed = parse(current)
     sections = {s.title: s for s in parsed}
     names = speaker_names(store)
     active = list_memories(store.db)
     offered = offers(store, active)
-    stale = _stale(store, names, active, offered, today)
+    stale = _stale(store, names, active, offered, today, phase_days)
     changed: set[str] = set()
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
@@ -497,7 +536,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = section_for(memory, names, offered, today) if memory else NOTES
+        title = section_for(memory, names, offered, today, phase_days) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
         line = bullet_of(memory, names) if memory else text
@@ -554,7 +593,8 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
         report.entries, report.before_chars = len(entries), len(current)
         report.journals = sorted({e[2] for e in entries})
         today = log_now(log, clock.now()).date()
-        head, sections, changed = merge(store, current, entries, report, today)
+        head, sections, changed = merge(store, current, entries, report, today,
+                                        load_config(home).dreaming.half_life_days)
         events: list[NewEvent] = []
         if changed and spec.uses_model:
             llm = load_config(home).llm
