@@ -13,6 +13,9 @@ merged into a new MEMORY.md (``LongTermRewritten``).
   sections a person wrote are kept). A new entry joins its section as a bullet unless the
   section already says it (same normal form). Over :data:`TARGET` characters (under the
   12,288 cap) the oldest bullet of the longest section goes first, until it fits.
+- **Themes**, after Profile, are written anew each time from all active mined statements:
+  what each speaker keeps coming back to (:func:`theme_lines`, :mod:`.themes`), each a
+  statement no other section has.
 - **The model** (when one is configured) then rewrites each section the merge changed —
   "merge bullets that say the same thing, keep every distinct fact" — when the section fits
   its context window. Its bullets are kept only if each shares content words with the
@@ -75,14 +78,15 @@ from ..mining.values import (
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
+from .themes import Said, theme_statements
 
 TITLE = "# Memory"
 TARGET = CAP - 512                   # room under the cap for the model's rewording
 SECTIONS = {t.name: t.section for t in MEMORY_TYPES}
-PEOPLE, PLANS, NOTES = "People", "Plans", "Notes"
-# MEMORY.md's sections in order: the profile, people, preferences, the other types' sections
-# in registry order, plans, notes
-ORDER = [PROFILE.section, PEOPLE, PREFERENCE.section,
+PEOPLE, PLANS, NOTES, THEMES = "People", "Plans", "Notes", "Themes"
+# MEMORY.md's sections in order: the profile, the themes, people, preferences, the other
+# types' sections in registry order, plans, notes
+ORDER = [PROFILE.section, THEMES, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
 _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
@@ -289,13 +293,21 @@ _KIN = re.compile(WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fianc�
 # brother Michael is going to Japan soon"): it passes. A plan the person shares ("The
 # user's partner and the user are planning to move in together") stays.
 _CLOSE = r"\w+(?: [A-Z][\w'’-]*)? "    # "kids ", "brother Michael "
-_PASSING = re.compile(WHO + rf"(?:(?:{_CLOSE})?(?:is|are|was|were|feels?|felt|seems?|looks?)"
-                      r" (?:(?:so|really|very|super|a bit|a little|pretty|quite|also|all) )*"
-                      r"(?:excited|happy|thrilled|sad|upset|worried|nervous|jealous|proud"
-                      r"|tired|bored|stressed|anxious|glad|grateful|thankful|scared|afraid"
-                      r"|annoyed|angry|disappointed|surprised|amazed|overwhelmed"
-                      rf"|looking forward)|{_CLOSE}(?:(?:should|could|would|might|must|will)\b"
-                      r"|(?:is|are) (?:going|planning) to\b))")
+# a feeling of the moment, not who someone is
+_FEELING = (r"(?:(?:so|really|very|super|a bit|a little|pretty|quite|also|all|feeling|getting)"
+            r" )*(?:excited|happy|thrilled|sad|upset|worried|nervous|jealous|proud|tired|bored"
+            r"|stressed|anxious|glad|grateful|thankful|scared|afraid|annoyed|angry"
+            r"|disappointed|surprised|amazed|overwhelmed|blessed|motivated|inspired|stoked"
+            r"|pumped|relieved|lucky|busy|struggling|looking forward)\b")
+_BE = r"(?:is|are|was|were|feels?|felt|seems?|looks?)"
+_PASSING = re.compile(WHO + rf"(?:(?:{_CLOSE})?{_BE} {_FEELING}|{_CLOSE}(?:(?:should|could"
+                      r"|would|might|must|will)\b|(?:is|are) (?:going|planning) to\b))")
+# the person's own feeling, wish or need of the moment ("Nate has been getting so stressed
+# lately", "Joanna wishes Joanna could try it", "… is tempted to try …", "… is curious to
+# know more about …", "John needs way better education", said of everyone's "we"): no
+# theme of theirs
+_FEELS = re.compile(WHO + rf"(?:(?:{_BE}|has been|have been|gets?|got|keeps?) (?:{_FEELING}"
+                    r"|feeling\b)|wish(?:es)?\b|needs?\b|(?:is|are) (?:tempted|curious to)\b)")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
@@ -479,6 +491,63 @@ def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
                    - lines(m for m in active if m.id not in left_out))
 
 
+def theme_lines(active: list[Memory], names: frozenset[str],
+                offered: Callable[[Memory], str], today: dt.date | None,
+                phase_days: float = PHASE_DAYS) -> list[str]:
+    """The lines of the Themes section: what each speaker keeps coming back to
+    (:mod:`.themes`), from the active mined statements that join no other section and read
+    as a lasting line (:func:`_lasting`)."""
+    said, by_id = [], {}
+    for m in active:
+        text = without_discourse(m.content)
+        if m.source in NOT_MINED or not m.content.strip() or first_word(text) not in names:
+            continue
+        said.append(Said(m.id, first_word(text), m.session, m.created_at, m.content,
+                         theme_line(m)))
+        by_id[m.id] = m
+
+    def allowed(s: Said) -> bool:     # not "John's teammates come from all over"
+        memory = by_id[s.id]
+        return not _POSSESSIVE.match(s.line) and _lasting(memory, names) and section_for(
+            memory, names, offered, today, phase_days) is None \
+            and not (today is not None and phase_over(memory, today, phase_days))
+
+    return [s.line for s in theme_statements(said, allowed, skip=names)]
+
+
+# where a statement goes on to another clause with a subject of its own ("…, and the user just
+# got a new set of reusable containers at Target")
+_NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w'’-]*)\b")
+
+
+def theme_line(memory: Memory) -> str:
+    """A theme statement's line: its line (:func:`statement_of`) up to a clause that goes on
+    with a subject of its own ("The user has been making a lot of salads lately, and the user
+    just got …" → "The user has been making a lot of salads lately."), when five words or
+    more are left."""
+    line = statement_of(memory)
+    found = _NEXT_CLAUSE.search(line)
+    if found and len(line[:found.start()].split()) >= 5:
+        return line[:found.start()].rstrip() + "."
+    return line
+
+
+_POSSESSIVE = re.compile(r"^\S+['’]s?\s")
+
+
+def _lasting(memory: Memory, names: frozenset[str]) -> bool:
+    """Whether a mined statement says something lasting of the speaker it opens with: the
+    tests of a current value (:func:`..mining.values.states_a_value`: no intention, need,
+    guess, tally), no event (nor a date in its line: "… recalls sending 12 messages to an
+    influencer on July 15th"), no feeling or wish of the moment (:data:`_FEELS`), no
+    reaction to what was offered (a like of the idea, thanks)."""
+    text = without_discourse(without_lead_in(memory.content))
+    line = statement_of(memory)
+    return (states_a_value(memory, names) and not is_event(text) and not periods(line)
+            and not _FEELS.match(text) and not _THANKS.search(line)
+            and not _LIKED.search(line))
+
+
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence, all
     its sentences without a discourse marker (comments too), its statement naming the user
@@ -516,6 +585,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     offered = offers(store, active)
     stale = _stale(store, names, active, offered, today, phase_days)
     changed: set[str] = set()
+    themes = sections.pop(THEMES, Section(THEMES))      # written anew below
     for section in sections.values():
         kept = [b for b in section.bullets if normal(bare(b)) not in stale]
         if len(kept) != len(section.bullets):
@@ -546,6 +616,12 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         said.update({normal(text), normal(bare(line))})
         changed.add(title)
         report.added += 1
+    lines = [line for line in theme_lines(active, names, offered, today, phase_days)
+             if normal(bare(line)) not in said]
+    if lines != themes.bullets:
+        changed.add(THEMES)
+    if lines or themes.other:
+        sections[THEMES] = Section(THEMES, lines, themes.other)
     return head, _ordered(sections), changed
 
 
