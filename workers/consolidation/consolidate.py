@@ -495,8 +495,9 @@ def theme_lines(active: list[Memory], names: frozenset[str],
                 offered: Callable[[Memory], str], today: dt.date | None,
                 phase_days: float = PHASE_DAYS) -> list[str]:
     """The lines of the Themes section: what each speaker keeps coming back to
-    (:mod:`.themes`), from the active mined statements that join no other section and read
-    as a lasting line (:func:`_lasting`)."""
+    (:mod:`.themes`), from the active mined statements that open with a speaker (not their
+    possessive), join no other section, read as a lasting line (:func:`_lasting`) and are
+    no passing phase long unsaid (:func:`phase_over`)."""
     said, by_id = [], {}
     for m in active:
         text = without_discourse(m.content)
