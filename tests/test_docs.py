@@ -142,3 +142,20 @@ def test_the_readme_first_job_runs_as_written(home: Home) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.index("Plymouth") < done.stdout.index("Bristol")
+
+
+def test_the_readme_night_gives_the_memory_md_line_it_quotes(home: Home) -> None:
+    """The README's night, run as written after the first job's import, and the MEMORY.md
+    line the README quotes from it."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    night = next(line for line in lines if line.startswith("diarist mine && "))
+    imported = next(line for line in lines if line.startswith("diarist import examples/"))
+    first = imported.split(" && ")[0]
+    quoted = re.search(r'\("(Maya moved to Plymouth[^"]+)"\)', " ".join(lines))
+    assert quoted, "the README no longer quotes Maya's Plymouth line"
+    run_night = night.replace("cat var/", f"cat {home.root}/")
+    done = subprocess.run(["bash", "-c", f"{first} && {run_night}"], cwd=REPO,
+                          env=subprocess_env(home), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"- {quoted.group(1)}" in done.stdout, done.stdout
