@@ -66,6 +66,10 @@ def test_theme_statements_take_the_heaviest_allowed_each_with_a_new_theme() -> N
     ("John needs way better education and infrastructure.", False),
     ("The user has been feeling a bit down about social situations lately.", False),
     ("The user is curious to know more about how Emily paints a backdrop.", False),
+    ("The user is also intrigued by the baked beans with a smoky twist.", False),
+    ("The user is still reflecting on the project management workshop.", False),
+    ("The user has been having a hard time getting motivated to go for a run.", False),
+    ("The user has been reading a lot of heavy novels lately.", True),
     ("The user recalls sending 12 messages to an influencer on July 15th.", False),
     ("Caroline went to an LGBTQ+ counseling workshop last week.", False),           # an event
     ("Tim is going to write about fantasy novels.", False),                         # a plan

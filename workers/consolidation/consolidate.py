@@ -298,16 +298,19 @@ _FEELING = (r"(?:(?:so|really|very|super|a bit|a little|pretty|quite|also|all|fe
             r" )*(?:excited|happy|thrilled|sad|upset|worried|nervous|jealous|proud|tired|bored"
             r"|stressed|anxious|glad|grateful|thankful|scared|afraid|annoyed|angry"
             r"|disappointed|surprised|amazed|overwhelmed|blessed|motivated|inspired|stoked"
-            r"|pumped|relieved|lucky|busy|struggling|looking forward)\b")
+            r"|pumped|relieved|lucky|busy|struggling|intrigued|looking forward)\b")
 _BE = r"(?:is|are|was|were|feels?|felt|seems?|looks?)"
 _PASSING = re.compile(WHO + rf"(?:(?:{_CLOSE})?{_BE} {_FEELING}|{_CLOSE}(?:(?:should|could"
                       r"|would|might|must|will)\b|(?:is|are) (?:going|planning) to\b))")
-# the person's own feeling, wish or need of the moment ("Nate has been getting so stressed
-# lately", "Joanna wishes Joanna could try it", "… is tempted to try …", "… is curious to
-# know more about …", "John needs way better education", said of everyone's "we"): no
-# theme of theirs
+# the person's own feeling, wish, need or thought of the moment ("Nate has been getting so
+# stressed lately", "Joanna wishes Joanna could try it", "… is tempted to try …", "… is
+# curious to know more about …", "… is still reflecting on the workshop", "… has been having
+# a hard time getting motivated", "John needs way better education", said of everyone's
+# "we"): no theme of theirs
 _FEELS = re.compile(WHO + rf"(?:(?:{_BE}|has been|have been|gets?|got|keeps?) (?:{_FEELING}"
-                    r"|feeling\b)|wish(?:es)?\b|needs?\b|(?:is|are) (?:tempted|curious to)\b)")
+                    r"|feeling\b)|wish(?:es)?\b|needs?\b|(?:is|are) (?:tempted|curious to)\b"
+                    r"|(?:is|are|has been|have been) (?:(?:still|also|really) )*(?:reflecting on"
+                    r"|having (?:a (?:hard|tough) time|trouble))\b)")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
 # … is": its value is in the sentence that says it, the first
 _PREFERENCE_KEY = re.compile(r"\|(?:prefers |favourite)")
