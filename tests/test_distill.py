@@ -637,6 +637,22 @@ def test_a_passing_phase_leaves_memory_md_on_a_later_night(home: Home, tmp_path:
     assert "sourdough" in (home.memory_dir / "2023-03-03.md").read_text()
 
 
+def test_a_passing_phase_lasts_as_long_as_the_configured_half_life(home: Home,
+                                                                   tmp_path: Path) -> None:
+    """``dreaming.half_life_days`` of the home's config, not the default, times it."""
+    home.config_file.write_text("dreaming:\n  half_life_days: 365\n")
+
+    def said(at: str, text: str, n: int) -> dict:
+        return {"session": f"s{n}", "at": at, "role": "user", "name": "Ann", "text": text,
+                "ref": f"s{n}:0"}
+
+    night_over(home, tmp_path, [
+        said("2023-03-03T10:00:00Z", "I love baking sourdough lately, it's so calming.", 1)])
+    kept = night_over(home, tmp_path, [
+        said("2023-07-22T10:00:00Z", "I adopted a cat called Miso.", 2)])   # 141 days on
+    assert "Ann loves baking sourdough lately" in kept
+
+
 def test_a_plan_leaves_memory_md_once_its_day_is_gone_by(home: Home, tmp_path: Path) -> None:
     """By the log's own time, on the next consolidation; a week's grace."""
     def said(at: str, text: str, n: int) -> dict:

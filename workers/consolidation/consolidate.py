@@ -673,11 +673,12 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
         report.entries, report.before_chars = len(entries), len(current)
         report.journals = sorted({e[2] for e in entries})
         today = log_now(log, clock.now()).date()
+        config = load_config(home)
         head, sections, changed = merge(store, current, entries, report, today,
-                                        load_config(home).dreaming.half_life_days)
+                                        config.dreaming.half_life_days)
         events: list[NewEvent] = []
         if changed and spec.uses_model:
-            llm = load_config(home).llm
+            llm = config.llm
             window = backend_for(spec, llm).context_window()
             report.model = backend_for(spec, llm).model
             with progress(len(changed), "Consolidating") as step:
