@@ -235,3 +235,45 @@ def _of_what(sentence: str) -> bool:
     heads = [part.split()[-1].casefold() for part in re.split(r",\s*(?:and\s+)?|\s+and\s+",
                                                             thing) if part.split()]
     return bool(heads) and all(head in _ASPECT for head in heads)
+
+
+# Past a line's first clause, which :func:`self_contained` reads, what MEMORY.md shows of a
+# statement may still point out of it: "this" or "these" before a noun the line has not
+# named ("… the awesome food of this city", "… some of these recommendations"; not a time,
+# "this week", nor a thing come upon, "met this amazing woman"), "this" as an object
+# ("… decided to include this at the beginning"; as a subject, "… how this impacts
+# neighborhoods", it is the line's own), or an "it" that is the subject of a relative
+# clause on the line's object, with nothing named before that object ("Maria loves the
+# freedom and connection it brings": the freedom is not what "it" stands for)
+_DEMONSTRATIVE = re.compile(rf"\b(?P<word>this|these)\b(?! (?:{_TIME_NOUN}|day)s?\b)"
+                            r"(?:\s+(?P<next>[\w'’-]+))?", re.IGNORECASE)
+_COME_UPON = re.compile(r"\b(?:met|meet|found|find|discovered|came across|ran into|went to"
+                        r"|go to|saw|heard)\s+(?:(?:all|some of)\s+)?$", re.IGNORECASE)
+_SUBJECT_NEXT = re.compile(r"(?:[a-z]+(?<!s)(?<!u)(?<!i)s|[a-z]+ed|is|was|has|had|will|would"
+                           r"|can|could|might|may|must|should|does|did|seems|means)$")
+_IT_RELATIVE = re.compile(r"\bthe\s+(?:(?!and\b)[\w'’-]+,?\s+){1,4}?"
+                          r"(?:and\s+(?:[\w'’-]+\s+){1,2})?"
+                          r"(?<!,\s)it\s+(?!(?:is|was|has|does)\b)[a-z]{2,}(?<!s)s\b",
+                          re.IGNORECASE)
+_OPENING_SUBJECT = re.compile(r"^(?:the user|[A-Z][\w’'-]*)(?:['’]s\s+[\w'’-]+)?\s+",
+                              re.IGNORECASE)
+
+
+def points_out(line: str) -> bool:
+    """Whether a line, past its first clause, points at something it does not name (see
+    the comments above): "John loves the energy, diversity, and awesome food of this
+    city." """
+    text = _QUOTED.sub('""', line)
+    for found in _DEMONSTRATIVE.finditer(text):
+        before, following = text[:found.start()], (found.group("next") or "").casefold()
+        if _COME_UPON.search(before):
+            continue
+        if found.group("word").casefold() == "this" and _SUBJECT_NEXT.match(following):
+            continue
+        if not following or following[:4] not in before.casefold():
+            return True
+    relative = _IT_RELATIVE.search(text)
+    if relative is None:
+        return False
+    words = _OPENING_SUBJECT.sub("", text[:relative.start()], count=1).split()
+    return len(words) <= 2 and _NOUN_PHRASE.search(" ".join(words)) is None

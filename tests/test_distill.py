@@ -485,6 +485,52 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     assert section_for(mined_line("I love this genre.", source="user")) is not None
 
 
+@pytest.mark.parametrize(("line", "out"), [
+    ("John loves the energy, diversity, and awesome food of this city.", True),
+    ("The user will check out some of these recommendations.", True),
+    ("Joanna decided to include this at the beginning.", True),       # "this" as an object
+    ("Maria loves the freedom and connection it brings.", True),     # "it" is not the freedom
+    ("The user loves the peace it brings to their mornings.", True),
+    # a time, a thing come upon, a "this" that is the subject of a later clause, a noun
+    # the line has named, "it" after a noun it can stand for
+    ("The user has been making a lot of salads these days.", False),
+    ("Tim went to the park this week.", False),
+    ("Maria met this amazing woman, Jean, at the shelter.", False),
+    ("John needs better schools and knows how this impacts neighborhoods.", False),
+    ("Maya got a puppy, and this puppy is called Rex.", False),
+    ("John started surfing five years ago and loves the connection to nature it provides.",
+     False),
+    ("The user checked the owner's manual, and it says to change the oil.", False),
+    ("Joanna enjoys the movie 'Little Women' and recommends it as a great story.", False),
+])
+def test_a_line_that_points_out_of_itself_past_its_first_clause_is_told_apart(
+        line: str, out: bool) -> None:
+    from projections.readable import points_out
+
+    assert points_out(line) is out
+
+
+def test_memory_md_shows_a_line_that_points_out_of_itself_only_up_to_the_pointer() -> None:
+    """A mined line whose later clause points at what only its turn names is cut before
+    that clause when the first reads on its own, and left out when it does not; LoCoMo's
+    observations, written to stand alone, are nearly all read as such."""
+    import json
+
+    from projections.readable import points_out
+    from workers.consolidation.consolidate import bullet_of, section_for
+
+    cut = mined_line("Nate is a big fan of Nintendo games, and Nate has been wanting to play"
+                     " this one for a while.")
+    assert section_for(cut) == "Preferences"
+    assert bullet_of(cut) == "Nate is a big fan of Nintendo games."
+    assert section_for(mined_line("Maria loves the freedom and connection it brings.")) is None
+    assert section_for(mined_line("John loves the energy and awesome food of this city.")) \
+        is None
+    facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
+             for line in path.read_text().splitlines()]
+    assert sum(points_out(f) for f in facts) <= len(facts) // 200
+
+
 @pytest.mark.parametrize(("statement", "subject", "section"), [
     # one happening is no taste: its day's journal keeps it
     ("The user attended a cocktail-making class and learned to make a Daiquiri.",

@@ -111,6 +111,8 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("Let's keep chasing our dreams.", False),          # a suggestion to the listener
     ("I love to.", False),                              # an answer leaning on a question
     ("And yup, I do- Oscar, my guinea pig.", False),
+    ("From a distance I mean, since I'm allergic.", False),  # mends the words before
+    ("I have a dog now, Rex I mean.", False),
     ("I have, like, three cats at home.", True),        # a comma is no ellipsis
     # a request or invitation to the listener, the verb first
     ("Check out my painting for the art show.", False),

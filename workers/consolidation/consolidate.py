@@ -49,6 +49,7 @@ from projections.readable import (
     LIST_MARK,
     first_sentence,
     main_clause,
+    points_out,
     referring_back,
     self_contained,
     without_comments,
@@ -143,13 +144,15 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     "Maria is off to bake some cakes", a plan, kept as one when dated —, need, guess,
     tally "so far" nor, of a taste, one happening), else it is taken as any other
     statement. A mined statement that does not read on its own
-    (:func:`projections.readable.self_contained`: "Tim is a huge fan of this genre") joins
-    no section: its journal and recall keep it beside its turn; nor does a like of what
+    (:func:`projections.readable.self_contained`: "Tim is a huge fan of this genre"; nor,
+    past its first clause, its line: :func:`projections.readable.points_out`) joins no
+    section: its journal and recall keep it beside its turn; nor does a like of what
     the other side had just offered (:func:`answers_an_offer`; ``offered`` gives the turn
     before a memory's, by someone else) or thanks for it, nor a plan whose day is gone by
     ``today`` (the log's own time: its journal keeps it, MEMORY.md says what is current)."""
     mined = memory.source not in NOT_MINED
-    if mined and not self_contained(memory.content, mined=True):
+    if mined and (not self_contained(memory.content, mined=True)
+                  or points_out(statement_of(memory))):
         return None
     if mined and today is not None and INTENDS.match(without_lead_in(memory.content)) \
             and _gone_by(memory, today):
@@ -342,10 +345,15 @@ def statement_of(memory: Memory) -> str:
     when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
     now."; not a preference, said right after "prefers"), up to one that only comments
     (:func:`projections.readable.without_comments`: "It's an awesome way to connect"), a
-    reason or relative clause ("…, because Maya is allergic to shellfish")."""
+    reason or relative clause ("…, because Maya is allergic to shellfish"). A line that
+    points out of itself past its first clause (:func:`projections.readable.points_out`) is
+    cut before the clause that does, when what is left reads on its own."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
-    return referring_back(_mined_statement(memory))
+    line = _mined_statement(memory)
+    if points_out(line) and not points_out(head := _first_clause(line)):
+        line = head       # "Nate is a big fan of Nintendo games, and … play this one …"
+    return referring_back(line)
 
 
 def _mined_statement(memory: Memory) -> str:
@@ -529,7 +537,12 @@ def theme_line(memory: Memory) -> str:
     with a subject of its own ("The user has been making a lot of salads lately, and the user
     just got …" → "The user has been making a lot of salads lately."), when five words or
     more are left."""
-    line = statement_of(memory)
+    return _first_clause(statement_of(memory))
+
+
+def _first_clause(line: str) -> str:
+    """``line`` up to a clause that goes on with a subject of its own (:data:`_NEXT_CLAUSE`),
+    when five words or more are left."""
     found = _NEXT_CLAUSE.search(line)
     if found and len(line[:found.start()].split()) >= 5:
         return line[:found.start()].rstrip() + "."
@@ -548,8 +561,8 @@ def _lasting(memory: Memory, names: frozenset[str]) -> bool:
     text = without_discourse(without_lead_in(memory.content))
     line = statement_of(memory)
     return (states_a_value(memory, names) and not is_event(text) and not periods(line)
-            and not _FEELS.match(text) and not _THANKS.search(line)
-            and not _LIKED.search(line))
+            and not points_out(theme_line(memory)) and not _FEELS.match(text)
+            and not _THANKS.search(line) and not _LIKED.search(line))
 
 
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:

@@ -92,10 +92,12 @@ _SHARED = re.compile(r"\b(?:we|us|our) (?:both|all|each)\b|\b(?:both|all|each) o
                      r"|were))+ (?:both|all|each)\b(?! (?:the|of|that|this|these|those|my|our"
                      r"|your|his|her|their|day|night|week|weekend|year|morning|evening)\b)"
                      r"|\bwe\b(?:['’]\w+)?[^.!?;]*\b(?:each other|one another)\b")
-# an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"): what
-# it says is in the question, which is not repeated
+# an answer that leans on the question it answers ("I love to.", "I do- Oscar, my …"), or
+# what mends the speaker's last words ("From a distance I mean, since I'm allergic."): what
+# it says is in the turn before, which is not repeated
 _ELLIPSIS = re.compile(r"\b(?:i|we) (?:do|did|am|was|have|had|will|would|can|could"
-                       r"|(?:love|like|want|need|have|used) to)\s*(?:[-–—.!;:]|$)")
+                       r"|(?:love|like|want|need|have|used) to)\s*(?:[-–—.!;:]|$)"
+                       r"|\bi mean\s*(?:[-–—,.!;:]|$)")
 
 
 _OWNED = re.compile(r"^the ([a-z]+) (?=(?:is|was|has|had|got|gets|now|just|finally)\b)")
