@@ -140,6 +140,23 @@ def test_a_turn_gives_one_statement_a_disclosure_each_citing_that_turn() -> None
         "The user moved to Leeds."]
 
 
+@pytest.mark.parametrize(("said", "stated"), [
+    ("Since we last talked, I've started learning German.",
+     ["Melanie has started learning German."]),
+    ("A lot's happened since our last chat - I just joined a new activist group.",
+     ["Melanie just joined a new activist group."]),
+    ("Since the last time we talked I adopted a cat.", ["Melanie adopted a cat."]),
+    ("Crazy stuff's been happening since we last chatted.", []),   # news to come, none yet
+    ("It's been a while since we talked!", []),
+    ("I've had a dog since I was a kid.", ["Melanie has had a dog since Melanie was a kid."]),
+    ("I haven't run since last time, my knee hurts.",            # not the conversation
+     ["Melanie hasn't run since last time, Melanie's knee hurts."]),
+])
+def test_the_conversation_as_a_statement_s_time_is_left_out(said: str,
+                                                             stated: list[str]) -> None:
+    assert [s.text for s in statements(turn(said))] == stated
+
+
 def test_a_disclosure_said_without_its_i_names_who() -> None:
     """"Lost my job …" is the speaker's, as "I lost my job …" would be; a sentence that
     invites the listener to look is no part of the statement before it."""

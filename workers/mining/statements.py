@@ -69,6 +69,29 @@ _IMPERATIVE = re.compile(r"^(?:check|give|join|take|keep|let|make|tell|show|meet
 _REQUEST_COLON = re.compile(r"^[^:]{3,80}:\s+(?=\S)")
 
 
+# the conversation itself as the time of what is said ("Since we last talked, I've started
+# …", "Crazy stuff's been happening since we last chatted."): the words name no time of the
+# speaker's and leave out what only says news is coming
+_SINCE_WE_TALKED = re.compile(
+    r"\s*[,;:–—-]?\s*\bsince (?:(?:we|i) (?:last )?(?:talked|spoke|chatted|chat|caught up"
+    r"|saw each other)(?: (?:to|with) you)?(?: last)?|(?:our|the) last (?:chat|talk"
+    r"|conversation)|(?:the )?last time we (?:talked|spoke|chatted))\b\s*[,;:–—-]?",
+    re.IGNORECASE)
+
+
+def _without_since_we_talked(sentence: str) -> str:
+    """``sentence`` without the conversation as its time (:data:`_SINCE_WE_TALKED`): what
+    follows it, where something does ("Since we last spoke, I went to a workshop.", "A
+    lot's happened since our last chat - I joined a group." → "I went to a workshop.", "I
+    joined a group."), else what comes before ("Crazy stuff's been happening.")."""
+    found = _SINCE_WE_TALKED.search(sentence)
+    if found is None:
+        return sentence
+    after = sentence[found.end():].strip(" ,;:–—-")
+    cut = after if len(after.split()) >= 2 else sentence[:found.start()].rstrip() + after
+    return cut[:1].upper() + cut[1:]
+
+
 def _after_request(sentence: str) -> str:
     """What follows the colon of a request that opens ``sentence`` ("Let me start with the
     new additions: my sister-in-law just had a baby" → "my sister-in-law just had a baby"):
@@ -291,7 +314,7 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
         sentence = said
         if vocative and vocative.match(bare := _LEAD.sub("", said)):
             sentence = vocative.sub("", bare)
-        sentence = _after_request(sentence)
+        sentence = _without_since_we_talked(_after_request(sentence))
         sentence = sentence[:1].upper() + sentence[1:]
         if is_disclosure(sentence):
             groups.append([sentence])
