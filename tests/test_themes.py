@@ -71,6 +71,7 @@ def test_theme_statements_take_the_heaviest_allowed_each_with_a_new_theme() -> N
     ("The user has been having a hard time getting motivated to go for a run.", False),
     ("The user has been reading a lot of heavy novels lately.", True),
     ("The user recalls sending 12 messages to an influencer on July 15th.", False),
+    ("The user also remembers feeling a bit stuck to a schedule.", False),    # a recollection
     ("Caroline went to an LGBTQ+ counseling workshop last week.", False),           # an event
     ("Tim is going to write about fantasy novels.", False),                         # a plan
     ("The user likes the idea of tracking their reading.", False),                  # a reaction
@@ -83,13 +84,20 @@ def test_a_theme_statement_says_something_lasting(statement: str, lasting: bool)
 
 
 def test_a_theme_line_stops_where_another_clause_with_a_subject_begins() -> None:
-    from workers.consolidation.consolidate import theme_line
+    from workers.consolidation.consolidate import statement_of, theme_line
 
     assert theme_line(mined_line(
         "The user has been making a lot of salads lately, and the user just got a new set of"
         " reusable containers at Target.")) == "The user has been making a lot of salads lately."
+    # "and the user" before a verb begins a clause, with a comma or without one
+    assert theme_line(mined_line(
+        "The user has been experimenting with sourdough bread lately and the user is having"
+        " some trouble getting the starter to activate.")) \
+        == "The user has been experimenting with sourdough bread lately."
     kept = "Caroline has been chasing her ambitions and had the chance to volunteer."
     assert theme_line(mined_line(kept)) == kept
+    kept = mined_line("The user has been painting portraits of their sister and the user's dog.")
+    assert theme_line(kept) == statement_of(kept)    # "and the user's …" begins no clause
 
 
 def test_a_night_writes_what_a_person_keeps_coming_back_to(home: Home, tmp_path: Path) -> None:

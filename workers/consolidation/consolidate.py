@@ -309,9 +309,11 @@ _PASSING = re.compile(WHO + rf"(?:(?:{_CLOSE})?{_BE} {_FEELING}|{_CLOSE}(?:(?:sh
 # stressed lately", "Joanna wishes Joanna could try it", "… is tempted to try …", "… is
 # curious to know more about …", "… is still reflecting on the workshop", "… has been having
 # a hard time getting motivated", "John needs way better education", said of everyone's
-# "we"): no theme of theirs
+# "we"), or what they remember ("… remembers feeling a bit stuck to a schedule"): no theme
+# of theirs
 _FEELS = re.compile(WHO + rf"(?:(?:{_BE}|has been|have been|gets?|got|keeps?) (?:{_FEELING}"
-                    r"|feeling\b)|wish(?:es)?\b|needs?\b|(?:is|are) (?:tempted|curious to)\b"
+                    r"|feeling\b)|wish(?:es)?\b|needs?\b|remembers\b|recalls\b"
+                    r"|(?:is|are) (?:tempted|curious to)\b"
                     r"|(?:is|are|has been|have been) (?:(?:still|also|really) )*(?:reflecting on"
                     r"|having (?:a (?:hard|tough) time|trouble))\b)")
 # a preference's subject key, named from the words right after "I prefer …", "my favourite
@@ -528,8 +530,12 @@ def theme_lines(active: list[Memory], names: frozenset[str],
 
 
 # where a statement goes on to another clause with a subject of its own ("…, and the user just
-# got a new set of reusable containers at Target")
-_NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w'’-]*)\b")
+# got a new set of reusable containers at Target"); "and the user" before a verb begins one
+# without a comma too ("… sourdough bread lately and the user is having some trouble …"),
+# where a name may be an object ("… with Maria and Jon")
+_NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w'’-]*)\b"
+                          r"|\s+(?:and|but)\s+the user\s+(?=(?:is|was|has|had|does|did|can"
+                          r"|will|would|also|really|just|still|often|usually|[a-z]+s|[a-z]+ed)\b)")
 
 
 def theme_line(memory: Memory) -> str:
