@@ -478,6 +478,10 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
                  "The user has heard great things about Memphis-style BBQ.",
                  "The user never knew there were so many coffee options."):
         assert section_for(mined_line(said, "user|hobby")) is None, said
+    # nor is a resolve, said with "not" ("won't") as much as without
+    for said in ("Jon is not gonna give up on Jon's dreams - Jon's dance studio needs work.",
+                 "Jon won't quit the studio."):
+        assert section_for(mined_line(said, "jon|employer")) is None, said
     # a tally "so far" changes as it goes
     assert section_for(mined_line("The user has earned 10 stamps so far.",
                                   "user|favourite drink")) is None

@@ -49,7 +49,9 @@ WHO = (r"^(?!(?:It|This|That|These|Those|They|There|Here|He|She|His|Her|Their|Wh
 # adverbs between "is" and the verb ("… is actually planning to …", "… is also looking
 # forward to …")
 _ADVERBS = r"(?:(?:really|so|very|also|actually|still|now|definitely|just|even|seriously) )*"
-INTENDS = re.compile(WHO + rf"(?:will|(?:is|are) {_ADVERBS}(?:going to|gonna|planning|(?:about"
+# … or "not" ("Jon is not gonna give up on Jon's dreams": a resolve is no current value)
+INTENDS = re.compile(WHO + rf"(?:will|won['’]t|(?:is|are) {_ADVERBS}(?:not |never )?{_ADVERBS}"
+                     r"(?:going to|gonna|planning|(?:about"
                      r"|due|off) to|(?:excited|eager|keen) to|looking forward to)|plans? to"
                      r"|intends? to|hopes? to|wants? to)\b")
 # A guess is no current value: "Mike … might have some specific cravings", "… might want to"
