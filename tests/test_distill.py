@@ -482,6 +482,11 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     for said in ("Jon is not gonna give up on Jon's dreams - Jon's dance studio needs work.",
                  "Jon won't quit the studio."):
         assert section_for(mined_line(said, "jon|employer")) is None, said
+    # nor a line whose first clause is about someone else, its person named only after it
+    assert section_for(mined_line("The team has been really nice and John is having fun.",
+                                  "john|hobby"), frozenset({"john"})) is None
+    assert section_for(mined_line("John joined the team and John is having fun.",
+                                  "john|hobby"), frozenset({"john"})) == "Preferences"
     # a tally "so far" changes as it goes
     assert section_for(mined_line("The user has earned 10 stamps so far.",
                                   "user|favourite drink")) is None

@@ -4,11 +4,11 @@
 never replaces one.
 
 A statement with a subject key (:mod:`.attributes`) says its person's current value when
-it reads on its own, names its person as the one who does or is something, and is no
-intention, need, hearsay, guess, tally "so far", nor — of a taste — one happening; nor does
-its first clause (after an opening subordinate one: "Since …, the user is hoping to …") say
-what would be, a problem of the moment or what was done before. A person's own note or a
-detected fact always does.
+it reads on its own, names its person, in its first clause, as the one who does or is
+something, and is no intention, need, hearsay, guess, tally "so far", nor — of a taste —
+one happening; nor does its first clause (after an opening subordinate one: "Since …, the
+user is hoping to …") say what would be, a problem of the moment or what was done before. A
+person's own note or a detected fact always does.
 """
 from __future__ import annotations
 
@@ -148,16 +148,22 @@ def happened_once(subject: str, statement: str) -> bool:
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
+# where a sentence's first clause ends: a clause after "and" or "but" names someone else's
+# doing ("The team has been really nice and John is having fun")
+_FIRST_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=\S+\s+(?:is|was|has|had|does|did|can|will|would"
+                           r"|gets?|got|loves?|likes?)\b)")
 
 
 def names_its_person(text: str, names: frozenset[str]) -> bool:
-    """Whether a current value's first sentence names a speaker as one who does or is
+    """Whether a current value's first clause names a speaker as one who does or is
     something — a name that is no possessive ("… the parrot Ravi adopted"), or one that
     opens it ("Ravi's cat has been renamed Mochi"), or "the user" — rather than mentioning
     them in passing, where the attribute the classifier heard is no fact about them ("Pets
     have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
-    part")."""
-    first = first_sentence(without_lead_in(" ".join(text.split())))
+    part"), or only in a later clause ("The team has been really nice and John is having
+    fun": :data:`_FIRST_CLAUSE`)."""
+    first = _FIRST_CLAUSE.split(first_sentence(without_lead_in(" ".join(text.split()))),
+                                maxsplit=1)[0]
     if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
         return True
     names = names - {"the"}     # "the" stands for "The user", found above
