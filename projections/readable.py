@@ -240,13 +240,22 @@ def _of_what(sentence: str) -> bool:
 # Past a line's first clause, which :func:`self_contained` reads, what MEMORY.md shows of a
 # statement may still point out of it: "this" or "these" before a noun the line has not
 # named ("… the awesome food of this city", "… some of these recommendations"; not a time,
-# "this week", nor a thing come upon, "met this amazing woman"), "this" as an object
+# "this week", nor a thing come upon, "met this amazing woman"), or "that" so used (see
+# :data:`_THAT`), "this" as an object
 # ("… decided to include this at the beginning"; as a subject, "… how this impacts
 # neighborhoods", it is the line's own), or an "it" that is the subject of a relative
 # clause on the line's object, with nothing named before that object ("Maria loves the
 # freedom and connection it brings": the freedom is not what "it" stands for)
 _DEMONSTRATIVE = re.compile(rf"\b(?P<word>this|these)\b(?! (?:{_TIME_NOUN}|day)s?\b)"
                             r"(?:\s+(?P<next>[\w'’-]+))?", re.IGNORECASE)
+# "that" after a preposition or "having" is a demonstrative ("… reminds Joanna of that
+# trip", "Having that picture on Joanna's cork board …"), unless a relative clause says
+# which ("… from that charity yoga event the user did in April")
+_THAT = re.compile(r"\b(?:of|in|on|at|from|with|about|having|for|into|during|like) that"
+                   r"\s+(?P<next>[\w'’-]+)(?P<rest>(?:\s+\S+){0,5})", re.IGNORECASE)
+_NOT_A_NOUN = frozenset("is was has had will would can could and or but which who one".split())
+_RELATIVE = re.compile(r"\s(?:the user|[A-Z][\w-]*)\s+(?!(?:in|on|at|to|for|with|and|or|of"
+                       r"|from|by)\b)[a-z]")
 _COME_UPON = re.compile(r"\b(?:met|meet|found|find|discovered|came across|ran into|went to"
                         r"|go to|saw|heard)\s+(?:(?:all|some of)\s+)?$", re.IGNORECASE)
 _SUBJECT_NEXT = re.compile(r"(?:[a-z]+(?<!s)(?<!u)(?<!i)s|[a-z]+ed|is|was|has|had|will|would"
@@ -271,6 +280,11 @@ def points_out(line: str) -> bool:
         if found.group("word").casefold() == "this" and _SUBJECT_NEXT.match(following):
             continue
         if not following or following[:4] not in before.casefold():
+            return True
+    for found in _THAT.finditer(text):
+        following = found.group("next").casefold()
+        if following not in _NOT_A_NOUN and following[:4] not in text[:found.start()].casefold() \
+                and not _RELATIVE.search(found.group("rest")):
             return True
     relative = _IT_RELATIVE.search(text)
     if relative is None:

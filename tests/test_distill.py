@@ -500,6 +500,8 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     ("Joanna decided to include this at the beginning.", True),       # "this" as an object
     ("Maria loves the freedom and connection it brings.", True),     # "it" is not the freedom
     ("The user loves the peace it brings to their mornings.", True),
+    ("Having that picture on Joanna's cork board reminds Joanna of their love.", True),
+    ("The user is all set on that front.", True),
     # a time, a thing come upon, a "this" that is the subject of a later clause, a noun
     # the line has named, "it" after a noun it can stand for
     ("The user has been making a lot of salads these days.", False),
@@ -507,6 +509,8 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     ("Maria met this amazing woman, Jean, at the shelter.", False),
     ("John needs better schools and knows how this impacts neighborhoods.", False),
     ("Maya got a puppy, and this puppy is called Rex.", False),
+    ("The user is still motivated from that charity yoga event the user did in April.", False),
+    ("John is sure of that and happy.", False),                     # "that", a pronoun
     ("John started surfing five years ago and loves the connection to nature it provides.",
      False),
     ("The user checked the owner's manual, and it says to change the oil.", False),
