@@ -678,6 +678,24 @@ def test_a_passing_phase_leaves_memory_md_a_half_life_after_it_was_last_said() -
     assert section_for(noted, today=dt.date(2022, 11, 11)) == "Preferences"
 
 
+def test_what_was_about_to_happen_leaves_memory_md_a_half_life_after_it_was_said() -> None:
+    """In any section, when its first clause says it ("soon", "upcoming"); a later clause's
+    "upcoming show" does not end the work the line is about."""
+    import datetime as dt
+
+    from workers.consolidation.consolidate import section_for
+
+    move = mined_line("Maya is moving to Melbourne soon.", "maya|home", at="2023-05-27T10:00:00Z")
+    assert section_for(move, today=dt.date(2023, 6, 30)) == "Profile"
+    assert section_for(move, today=dt.date(2023, 11, 30)) is None          # 187 days on
+    work = mined_line("Jon is working on Jon's business - rehearsing for an upcoming show.",
+                      "jon|job", at="2023-02-04T10:00:00Z")
+    assert section_for(work, today=dt.date(2023, 11, 30)) == "Profile"
+    cooking = mined_line("Joanna loves coming up with something tasty.",
+                         at="2023-02-04T10:00:00Z")
+    assert section_for(cooking, today=dt.date(2023, 11, 30)) == "Preferences"
+
+
 def test_a_passing_phase_leaves_memory_md_on_a_later_night(home: Home, tmp_path: Path) -> None:
     """By the log's own time; its journal keeps it."""
     def said(at: str, text: str, n: int) -> dict:

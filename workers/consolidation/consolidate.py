@@ -99,6 +99,13 @@ _SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 PHASE = re.compile(r"\b(?:currently|lately|these days|right now|at the moment|at present"
                    r"|for now|for the time being)\b", re.IGNORECASE)
 PHASE_DAYS = 90.0     # DreamingConfig.half_life_days' default
+# … and in any section, what its first clause says is about to happen, undated ("The
+# user is moving to Melbourne soon", "… has an upcoming show"; not "Jon is working on Jon's
+# business - rehearsing for an upcoming show", whose work goes on): it has happened, or
+# not, since
+IMPENDING = re.compile(r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?\b(?:soon|upcoming|coming up(?! with))\b",
+                       re.IGNORECASE)
+_PASSING_OR_IMPENDING = re.compile(f"{PHASE.pattern}|{IMPENDING.pattern}", re.IGNORECASE)
 
 
 def section_for(memory: Memory, names: frozenset[str] = frozenset(),
@@ -106,20 +113,25 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
                 today: dt.date | None = None, phase_days: float = PHASE_DAYS) -> str | None:
     """The section a memory joins (:func:`_section_for`), or None — also when a mined
     preference says a passing phase (:func:`phase_over`: "Nate is currently participating
-    in the video game tournament again") that was last said more than ``phase_days`` (the
-    fading half-life, ``dreaming.half_life_days``) before ``today``."""
+    in the video game tournament again"), or any mined line what is about to happen
+    (:data:`IMPENDING`: "… rehearsing hard for an upcoming show"), last said more than
+    ``phase_days`` (the fading half-life, ``dreaming.half_life_days``) before ``today``."""
     section = _section_for(memory, names, offered, today)
-    if section == PREFERENCE.section and today is not None \
-            and memory.source not in NOT_MINED and phase_over(memory, today, phase_days):
+    if section is None or today is None or memory.source in NOT_MINED:
+        return section
+    if phase_over(memory, today, phase_days, IMPENDING) or (
+            section == PREFERENCE.section and phase_over(memory, today, phase_days)):
         return None
     return section
 
 
-def phase_over(memory: Memory, today: dt.date, days: float = PHASE_DAYS) -> bool:
-    """Whether a memory's line (:func:`statement_of`) says a passing phase (:data:`PHASE`)
-    and it was last said (``last_seen``, else when it was first) more than ``days`` before
-    ``today``: its journal and recall keep it; MEMORY.md says what is current."""
-    if not PHASE.search(statement_of(memory)):
+def phase_over(memory: Memory, today: dt.date, days: float = PHASE_DAYS,
+               phase: re.Pattern[str] = PHASE) -> bool:
+    """Whether a memory's line (:func:`statement_of`) says a passing phase (:data:`PHASE`,
+    or ``phase``) and it was last said (``last_seen``, else when it was first) more than
+    ``days`` before ``today``: its journal and recall keep it; MEMORY.md says what is
+    current."""
+    if not phase.search(statement_of(memory)):
         return False
     try:
         said = from_iso(memory.last_seen or memory.created_at).date()
@@ -510,7 +522,7 @@ def theme_lines(active: list[Memory], names: frozenset[str],
     """The lines of the Themes section: what each speaker keeps coming back to
     (:mod:`.themes`), from the active mined statements that open with a speaker (not their
     possessive), join no other section, read as a lasting line (:func:`_lasting`) and are
-    no passing phase long unsaid (:func:`phase_over`)."""
+    no passing phase nor what was about to happen, long unsaid (:func:`phase_over`)."""
     said, by_id = [], {}
     for m in active:
         text = without_discourse(m.content)
@@ -524,7 +536,8 @@ def theme_lines(active: list[Memory], names: frozenset[str],
         memory = by_id[s.id]
         return not _POSSESSIVE.match(s.line) and _lasting(memory, names) and section_for(
             memory, names, offered, today, phase_days) is None \
-            and not (today is not None and phase_over(memory, today, phase_days))
+            and not (today is not None
+                     and phase_over(memory, today, phase_days, _PASSING_OR_IMPENDING))
 
     return [s.line for s in theme_statements(said, allowed, skip=names)]
 
