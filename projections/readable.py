@@ -186,6 +186,16 @@ _USER_OBJECT = re.compile(r"\b(about|at|by|for|from|into|of|on|to|with|without) 
                           r"(?!['’])")
 
 
+# where a sentence goes on to a clause with a subject of its own: "and" or "but" after a
+# comma before a subject ("…, and the user just got …", "…, but Jon …"), or without the
+# comma before a subject and its verb ("… lately and the user is having some trouble …",
+# "The team has been really nice and John is having fun"; not "… with Maria and Jon")
+NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w'’-]*)\b"
+                         r"|\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w-]*)\s+"
+                         r"(?=(?:is|was|has|had|does|did|can|will|would|gets?|got|loves?|likes?"
+                         r"|also|really|just|still|often|usually)\b)")
+
+
 def referring_back(line: str) -> str:
     """``line`` with "their" and "them" for the user after its opening "The user" (see
     :data:`_USER_SUBJECT`): "The user has been tracking the user's food intake" → "… their
@@ -238,14 +248,15 @@ def _of_what(sentence: str) -> bool:
 
 
 # Past a line's first clause, which :func:`self_contained` reads, what MEMORY.md shows of a
-# statement may still point out of it: "this" or "these" before a noun the line has not
-# named ("… the awesome food of this city", "… some of these recommendations"; not a time,
-# "this week", nor a thing come upon, "met this amazing woman"), or "that" so used (see
-# :data:`_THAT`), "this" as an object
-# ("… decided to include this at the beginning"; as a subject, "… how this impacts
-# neighborhoods", it is the line's own), or an "it" that is the subject of a relative
-# clause on the line's object, with nothing named before that object ("Maria loves the
-# freedom and connection it brings": the freedom is not what "it" stands for)
+# statement may still point out of it:
+# - "this" or "these" before a noun the line has not named ("… the awesome food of this
+#   city", "… some of these recommendations"; not a time, "this week", nor a thing come
+#   upon, "met this amazing woman"), and "that" so used (:data:`_THAT`);
+# - "this" as an object ("… decided to include this at the beginning"; as a subject, "…
+#   how this impacts neighborhoods", it is the line's own);
+# - an "it" that is the subject of a relative clause on the line's object, with nothing
+#   named before that object ("Maria loves the freedom and connection it brings": the
+#   freedom is not what "it" stands for).
 _DEMONSTRATIVE = re.compile(rf"\b(?P<word>this|these)\b(?! (?:{_TIME_NOUN}|day)s?\b)"
                             r"(?:\s+(?P<next>[\w'’-]+))?", re.IGNORECASE)
 # "that" after a preposition or "having" is a demonstrative ("… reminds Joanna of that

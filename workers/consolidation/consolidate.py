@@ -47,6 +47,7 @@ from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.passages import sentences
 from projections.readable import (
     LIST_MARK,
+    NEXT_CLAUSE,
     first_sentence,
     main_clause,
     points_out,
@@ -542,15 +543,6 @@ def theme_lines(active: list[Memory], names: frozenset[str],
     return [s.line for s in theme_statements(said, allowed, skip=names)]
 
 
-# where a statement goes on to another clause with a subject of its own ("…, and the user just
-# got a new set of reusable containers at Target"); "and the user" before a verb begins one
-# without a comma too ("… sourdough bread lately and the user is having some trouble …"),
-# where a name may be an object ("… with Maria and Jon")
-_NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w'’-]*)\b"
-                          r"|\s+(?:and|but)\s+the user\s+(?=(?:is|was|has|had|does|did|can"
-                          r"|will|would|also|really|just|still|often|usually|[a-z]+s|[a-z]+ed)\b)")
-
-
 def theme_line(memory: Memory) -> str:
     """A theme statement's line: its line (:func:`statement_of`) up to a clause that goes on
     with a subject of its own ("The user has been making a lot of salads lately, and the user
@@ -560,9 +552,9 @@ def theme_line(memory: Memory) -> str:
 
 
 def _first_clause(line: str) -> str:
-    """``line`` up to a clause that goes on with a subject of its own (:data:`_NEXT_CLAUSE`),
+    """``line`` up to a clause that goes on with a subject of its own (:data:`NEXT_CLAUSE`),
     when five words or more are left."""
-    found = _NEXT_CLAUSE.search(line)
+    found = NEXT_CLAUSE.search(line)
     if found and len(line[:found.start()].split()) >= 5:
         return line[:found.start()].rstrip() + "."
     return line

@@ -16,7 +16,7 @@ import re
 
 from projections import ProjectionStore
 from projections.memories import NOT_MINED, Memory
-from projections.readable import first_sentence, self_contained, without_opening
+from projections.readable import NEXT_CLAUSE, first_sentence, self_contained, without_opening
 
 from .attributes import is_taste, takes_up
 from .statements import is_event
@@ -148,10 +148,6 @@ def happened_once(subject: str, statement: str) -> bool:
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
-# where a sentence's first clause ends: a clause after "and" or "but" names someone else's
-# doing ("The team has been really nice and John is having fun")
-_FIRST_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=\S+\s+(?:is|was|has|had|does|did|can|will|would"
-                           r"|gets?|got|loves?|likes?)\b)")
 
 
 def names_its_person(text: str, names: frozenset[str]) -> bool:
@@ -161,8 +157,8 @@ def names_its_person(text: str, names: frozenset[str]) -> bool:
     them in passing, where the attribute the classifier heard is no fact about them ("Pets
     have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
     part"), or only in a later clause ("The team has been really nice and John is having
-    fun": :data:`_FIRST_CLAUSE`)."""
-    first = _FIRST_CLAUSE.split(first_sentence(without_lead_in(" ".join(text.split()))),
+    fun": :data:`projections.readable.NEXT_CLAUSE`)."""
+    first = NEXT_CLAUSE.split(first_sentence(without_lead_in(" ".join(text.split()))),
                                 maxsplit=1)[0]
     if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
         return True
