@@ -20,7 +20,7 @@ from workers.eval.metrics import (
     share,
     top_k,
 )
-from workers.eval.stats import bootstrap_ci, paired_ci
+from workers.eval.stats import bootstrap_ci, paired_ci, ratio_ci
 
 
 def item(*refs: str, score: float = 1.0, tokens: int = 10) -> Ranked:
@@ -171,3 +171,19 @@ def test_paired_ci_uses_the_same_questions_for_both() -> None:
     assert paired_ci([None], [1.0]) is None
     with pytest.raises(ValueError):
         paired_ci([1.0], [1.0, 0.0])
+
+
+def test_ratio_ci_is_one_total_over_the_other_on_the_same_questions() -> None:
+    memory = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, None]
+    ceiling = [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    r = ratio_ci(memory, ceiling, seed=3)
+    assert r is not None and r == ratio_ci(memory, ceiling, seed=3)   # seeded
+    assert r.n == 8 and r.mean == pytest.approx(5 / 7)   # the None question is left out
+    assert r.low < r.mean < r.high <= 1.0
+    # a share a resample cannot change has no spread: the same answers both ways
+    same = ratio_ci([1.0, 0.0, 1.0], [1.0, 0.0, 1.0], seed=0)
+    assert same is not None and (same.low, same.mean, same.high) == (1.0, 1.0, 1.0)
+    assert ratio_ci([1.0, 1.0], [0.0, 0.0]) is None        # no ceiling to share
+    assert ratio_ci([None], [1.0]) is None
+    with pytest.raises(ValueError):
+        ratio_ci([1.0], [1.0, 0.0])

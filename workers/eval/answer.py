@@ -35,7 +35,7 @@ from ..chat.session import system_prompt
 from ..llm import Backend
 from . import metrics
 from .dataset import Conversation, Question
-from .stats import bootstrap_ci, paired_ci
+from .stats import bootstrap_ci, paired_ci, ratio_ci
 
 MODES = ("memory", "evidence", "none", "recent")
 BASELINES = ("evidence", "none", "recent")
@@ -187,7 +187,7 @@ class Answerer:
 
 def summarise_answers(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
     """F1 and containment per mode with intervals, memory − each other way (paired), and
-    memory's share of the evidence way's (``of_ceiling``)."""
+    memory's share of the evidence way's total (``of_ceiling``), with a paired interval."""
     out: dict[str, Any] = {"of_ceiling": {}}
     for score in ("f1", "contains"):
         values = {m: [r["answers"][m][score] for r in records] for m in MODES}
@@ -195,8 +195,8 @@ def summarise_answers(records: Sequence[dict[str, Any]], seed: int) -> dict[str,
         out[score].update({f"memory-{b}": _json(paired_ci(values["memory"], values[b], seed=seed))
                            for b in BASELINES})
         # the share of the ceiling memory reaches: memory's total over the evidence way's
-        ceiling = sum(values["evidence"])
-        out["of_ceiling"][score] = round(sum(values["memory"]) / ceiling, 3) if ceiling else None
+        out["of_ceiling"][score] = _json(ratio_ci(values["memory"], values["evidence"],
+                                                  seed=seed))
     return out
 
 

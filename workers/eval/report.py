@@ -91,7 +91,8 @@ def _answer_lines(block: dict[str, Any]) -> list[str]:
 
 def _ceiling_line(answers: dict[str, Any]) -> str:
     share = answers.get("of_ceiling") or {}
-    shown = [f"{share[k]:.2f}×" if share.get(k) is not None else "—" for k in ("f1", "contains")]
+    shown = [f"{s['mean']:.2f}× [{s['low']:.2f}, {s['high']:.2f}]" if (s := share.get(k))
+             else "—" for k in ("f1", "contains")]
     return f"memory / evidence: F1 {shown[0]}, contains {shown[1]}"
 
 

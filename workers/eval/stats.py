@@ -3,8 +3,9 @@
 :func:`bootstrap_ci` gives the mean of per-question values with a 95 % interval;
 :func:`paired_ci` compares two systems on the *same* questions (resampling questions, not
 systems), which is what "diarist vs the baseline" and "memory vs no memory" need: the
-question-to-question spread, shared by both systems, cancels out. Both are deterministic for
-a seed.
+question-to-question spread, shared by both systems, cancels out; :func:`ratio_ci` gives
+one system's total as a share of another's on the same questions (memory's share of the
+ceiling). All are deterministic for a seed.
 """
 from __future__ import annotations
 
@@ -58,15 +59,20 @@ def bootstrap_ci(values: Sequence[float | None], *, seed: int = 0,
     return Estimate(float(data.mean()), low, high, int(data.size))
 
 
+def _pairs(a: Sequence[float | None], b: Sequence[float | None]) -> list[tuple[float, float]]:
+    """The questions where both systems' values are defined."""
+    if len(a) != len(b):
+        raise ValueError("paired values must be of the same questions")
+    return [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+
+
 def paired_ci(a: Sequence[float | None], b: Sequence[float | None], *, seed: int = 0,
               resamples: int = RESAMPLES, level: float = LEVEL) -> Estimate | None:
     """Mean of ``a - b`` over the questions where both are defined, with a paired bootstrap
     interval (the same resampled questions for both systems); None when no pair is."""
     import numpy as np
 
-    if len(a) != len(b):
-        raise ValueError("paired values must be of the same questions")
-    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    pairs = _pairs(a, b)
     if not pairs:
         return None
     diff = np.asarray([x - y for x, y in pairs], dtype=float)
@@ -74,3 +80,21 @@ def paired_ci(a: Sequence[float | None], b: Sequence[float | None], *, seed: int
     means = diff[rng.integers(0, diff.size, (resamples, diff.size))].mean(axis=1)
     low, high = _interval(means, level)
     return Estimate(float(diff.mean()), low, high, int(diff.size))
+
+
+def ratio_ci(a: Sequence[float | None], b: Sequence[float | None], *, seed: int = 0,
+             resamples: int = RESAMPLES, level: float = LEVEL) -> Estimate | None:
+    """``sum(a) / sum(b)`` over the questions where both are defined, with a paired
+    bootstrap interval (the same resampled questions for both); None when no pair is or
+    ``b`` sums to nothing. A resample in which ``b`` sums to nothing has no ratio and is
+    left out."""
+    import numpy as np
+
+    pairs = np.asarray(_pairs(a, b), dtype=float).reshape(-1, 2)
+    if pairs.size == 0 or pairs[:, 1].sum() == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    drawn = pairs[rng.integers(0, len(pairs), (resamples, len(pairs)))].sum(axis=1)
+    defined = drawn[:, 1] > 0
+    low, high = _interval(drawn[defined, 0] / drawn[defined, 1], level)
+    return Estimate(float(pairs[:, 0].sum() / pairs[:, 1].sum()), low, high, len(pairs))
