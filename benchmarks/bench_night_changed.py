@@ -13,7 +13,10 @@ home and one night runs as ``diarist worker`` runs it, with nothing configured
 - **replaced**: the share of replaced values MEMORY.md still states (want 0); a new pet
   is one more, not one instead, so the older pets are not counted;
 - **assistant lines**: lines of MEMORY.md that say what the assistant said (want 0);
-- **lines** and **characters** of MEMORY.md.
+- **lines** and **characters** of MEMORY.md;
+- **in the start block**: the share of changed facts whose current value the next chat
+  session's start block states (the default 2,048-token window: 512 tokens of memory, half
+  of them the start block), which is all a session's first question is answered from.
 """
 from __future__ import annotations
 
@@ -27,13 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from events import EventLog, Home  # noqa: E402
+from events.config import Config  # noqa: E402
 from events.transcript import import_file  # noqa: E402
+from projections import open_store  # noqa: E402
+from projections.inject import budget_for  # noqa: E402
+from workers.chat.memory import SessionMemory  # noqa: E402
 from workers.eval.changed_facts import ASSISTANT, ATTRIBUTES, REPLIES, generate  # noqa: E402
 from workers.eval.dataset import write_layout  # noqa: E402
 from workers.mining.distribute import LocalExtractor  # noqa: E402
 from workers.schedule import run_night  # noqa: E402
 
 CHANGED = ("changed-fact", "changed-state")
+WINDOW = 2048
 
 
 def values_of(answer: str) -> tuple[str, ...]:
@@ -52,16 +60,21 @@ def night(conv, work: Path) -> dict:  # type: ignore[no-untyped-def]
     with EventLog(home.events_db) as log:
         import_file(log, transcript)
     run_night(home, lambda h, spec: LocalExtractor(spec))
+    config = Config()
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        start = SessionMemory(home, store, budget_for(WINDOW, config.memory.budget_pct),
+                              config.memory.top_k, "chat/bench").build_start().text.casefold()
     path = home.memory_dir / "MEMORY.md"
     text = path.read_text() if path.exists() else ""
     low = text.casefold()
     by_ref = {t["ref"]: t["text"] for t in conv.turns}
-    current = replaced = replaced_total = 0
+    current = replaced = replaced_total = in_start = 0
     missing: list[str] = []
     kept: list[str] = []
     questions = [q for q in conv.questions if q.category in CHANGED]
     for question in questions:
         current += question.answer.casefold() in low
+        in_start += question.answer.casefold() in start
         if question.answer.casefold() not in low:
             missing.append(question.answer)
         olds = {v for ref in question.stale for v in values_of(question.answer)
@@ -73,7 +86,8 @@ def night(conv, work: Path) -> dict:  # type: ignore[no-untyped-def]
     assistant = sum(1 for line in lines if ASSISTANT.casefold() in line.casefold()
                     or any(r.rstrip(".!").casefold() in line.casefold() for r in REPLIES))
     return {"conv": conv.id, "changed": len(questions), "current": current,
-            "replaced_total": replaced_total, "replaced": replaced, "assistant": assistant,
+            "replaced_total": replaced_total, "replaced": replaced, "in_start": in_start,
+            "assistant": assistant,
             "lines": len(lines), "chars": len(text), "memory_md": text,
             "missing": missing, "kept": kept}
 
@@ -91,7 +105,8 @@ def main() -> None:
             for conv in generate(seed, people=args.people).conversations:
                 rows.append(night(conv, Path(work)))
     total = {k: sum(r[k] for r in rows) for k in ("changed", "current", "replaced_total",
-                                                   "replaced", "assistant", "lines", "chars")}
+                                                   "replaced", "assistant", "lines", "chars",
+                                                   "in_start")}
     if args.json:
         print(json.dumps({"rows": [{k: v for k, v in r.items() if k != "memory_md"}
                                    for r in rows], "total": total}, indent=1))
@@ -101,13 +116,15 @@ def main() -> None:
             print(f"--- {r['conv']}\n{r['memory_md']}")
             print(f"current values missing: {r['missing']}; replaced values kept: {r['kept']}")
     print("| histories | changed facts | current value stated | replaced value stated |"
-          " assistant lines | MEMORY.md lines (mean) | chars (mean) |")
-    print("|---|---|---|---|---|---|---|")
+          " assistant lines | MEMORY.md lines (mean) | chars (mean) |"
+          " current value in the start block |")
+    print("|---|---|---|---|---|---|---|---|")
     n = len(rows)
     print(f"| {n} | {total['changed']} | {total['current'] / total['changed']:.1%} |"
           f" {total['replaced'] / max(total['replaced_total'], 1):.1%}"
           f" ({total['replaced']}/{total['replaced_total']}) | {total['assistant']} |"
-          f" {total['lines'] / n:.1f} | {total['chars'] / n:.0f} |")
+          f" {total['lines'] / n:.1f} | {total['chars'] / n:.0f} |"
+          f" {total['in_start'] / total['changed']:.1%} |")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ for a LoCoMo conversation (a home named ``conv-…`` with its observations besid
 checkout) the lines that state one of LoCoMo's observations of the conversation (MiniLM
 cosine ≥ 0.6, as ``bench_observations.py`` counts), and the pairs of its lines that say
 much the same (MiniLM cosine ≥ 0.9, the dreaming's near-duplicate threshold, before its
-guards). Then the same for the journals' lines (``memory/YYYY-MM-DD.md``), each against the
-observations of its own day.
+guards), and the lines the next chat session's start block holds (the default 2,048-token
+window), which a session's first question is answered from. Then the same for the
+journals' lines (``memory/YYYY-MM-DD.md``), each against the observations of its own day.
 """
 from __future__ import annotations
 
@@ -24,11 +25,26 @@ REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 sys.path.insert(0, str(REPO))
 
+from events import EventLog, Home  # noqa: E402
+from events.config import Config  # noqa: E402
+from projections import open_store  # noqa: E402
+from projections.inject import budget_for  # noqa: E402
 from projections.readable import self_contained  # noqa: E402
+from workers.chat.memory import SessionMemory  # noqa: E402
 from workers.consolidation.consolidate import bare  # noqa: E402
 
 MATCH = 0.6
 SAME = 0.9
+WINDOW = 2048
+
+
+def start_block(path: Path) -> str:
+    """The start block a chat session on the home at ``path`` opens with (default config)."""
+    config, home = Config(), Home(path)
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        memory = SessionMemory(home, store, budget_for(WINDOW, config.memory.budget_pct),
+                               config.memory.top_k, "chat/bench")
+        return memory.build_start().text
 
 
 def lines_of(path: Path) -> list[str]:
@@ -89,8 +105,8 @@ def main() -> None:
 
     embed = embedder(args.models).embed
     print("| home | lines | characters a line (mean) | not reading on their own |"
-          f" stating an observation | pairs at cosine ≥ {SAME} |")
-    print("|---|---|---|---|---|---|")
+          f" stating an observation | pairs at cosine ≥ {SAME} | in the start block |")
+    print("|---|---|---|---|---|---|---|")
     for home in sorted(p for p in args.homes.iterdir() if (p / "memory/MEMORY.md").exists()):
         lines = lines_of(home / "memory" / "MEMORY.md")
         loose = sum(not self_contained(line) for line in lines)
@@ -100,8 +116,10 @@ def main() -> None:
             facts = [json.loads(x)["fact"] for x in observed.read_text().splitlines()]
             stated = str(stating(lines, facts, embed))
         mean = sum(len(line) for line in lines) / max(len(lines), 1)
+        block = start_block(home).casefold()
+        started = sum(line.rstrip(". ").casefold() in block for line in lines)
         print(f"| {home.name} | {len(lines)} | {mean:.0f} | {loose} | {stated} |"
-              f" {close_pairs(lines, embed)} |")
+              f" {close_pairs(lines, embed)} | {started} |")
     print("\n| home | journal days | lines a day (mean) | characters a line (mean) |"
           " not reading on their own | stating an observation of the day |")
     print("|---|---|---|---|---|---|")

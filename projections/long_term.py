@@ -9,6 +9,7 @@ line against them.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -22,9 +23,17 @@ from .schema import create_table
 from .secrets import scrub
 
 FILE = "MEMORY.md"
+TITLE = "# Memory"   # the first line consolidation writes
 CAP = 12_288
 MARKER = "[… MEMORY.md truncated at {cap} characters]"
 Mark = tuple[int, str]
+# a current value's line ends with the day it holds from: "… lives in Leeds (since 3 May 2026)"
+_SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
+
+
+def without_since(line: str) -> str:
+    """A MEMORY.md line without its "(since DATE)"."""
+    return _SINCE.sub("", line)
 
 
 def cap(content: str, limit: int = CAP) -> str:

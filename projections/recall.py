@@ -25,7 +25,7 @@ from events.text import repaired
 from . import block_headers, context, weights
 from .fts import STOPWORDS, words
 from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
-from .long_term import read_long_term
+from .long_term import TITLE, read_long_term, without_since
 from .memories import list_memories, memory_states, replaced_refs
 from .passages import sentences
 from .recency import (
@@ -118,14 +118,18 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
 
 def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set[str]:
     """Profile, project facts (together at most :data:`weights.HEAD_FACTS_SHARE` of the budget;
-    facts by confidence × relevancy, then newest), then MEMORY.md up to its share — within
-    a budget and for a ``query`` (the question without the speakers' names) only the
-    project facts and lines that answer it (:func:`_answers`); returns the content hashes
+    facts by confidence × relevancy, then newest), then MEMORY.md — without a ``query`` (a
+    chat's start block) as much of it as the room left holds, the scored part taking what
+    it leaves: read ahead of the first message, whose note is capped, it is what a session's
+    first question is answered from; for a ``query`` (the question without the speakers'
+    names) only the project facts and lines that answer it (:func:`_answers`), MEMORY.md's
+    up to :data:`weights.LONG_TERM_SHARE` of the budget. Returns the content hashes
     used, so the scored part does not repeat them. MEMORY.md comes only here: its sections
     are not scored items (a whole section, ~240 tokens after a night over a LoCoMo conversation,
     crowded turns out of a 512-token budget; its lines are the active memories, which are
     scored items themselves)."""
     used: set[str] = set()
+    said: list[str] = []    # what the head shows, which MEMORY.md's lines need not repeat
     room = math.inf if filler.budget <= 0 else weights.HEAD_FACTS_SHARE * filler.budget
     wanted = _stems(query) if filler.budget > 0 else set()
     for kind in head():  # each head type's items have its name for their source
@@ -143,12 +147,15 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
             if item.tokens <= room and filler.add(item):
                 room -= item.tokens
                 used.add(content_hash(memory.content))
+                said.append(memory.content)
     long_term = read_long_term(db)
     if long_term:
-        share = (filler.room() if filler.budget <= 0
-                 else min(filler.room(), weights.LONG_TERM_SHARE * filler.budget))
         whole = filler.budget <= 0 or not query.strip()
-        text = _fit_lines(long_term if whole else _relevant_lines(long_term, query), share)
+        share = (filler.room() if whole
+                 else min(filler.room(), weights.LONG_TERM_SHARE * filler.budget))
+        text = _fit_lines(_unsaid_lines(long_term if whole else _relevant_lines(long_term, query),
+                                        said), share)
+        text = _without_empty_headings(text)
         if text and filler.add(_item(LONG_TERM, "MEMORY.md", text, 1.0, "",
                                      _line_refs(db, text))):
             used.add(content_hash(text))
@@ -156,15 +163,38 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     return used
 
 
-_SINCE = re.compile(r" \(since [^)]*\)$")
+def _bare(line: str) -> str:
+    """A bullet's statement as a memory says it: without the mark, "(since DATE)" and the
+    full stop, casefolded."""
+    return without_since(line.removeprefix("- ")).rstrip(". ").casefold()
+
+
+def _unsaid_lines(text: str, said: Sequence[str]) -> str:
+    """MEMORY.md as the block shows it: no title (:data:`TITLE`), no blank line, and no bullet
+    whose statement the head already shows ("Big news: Maya moved …" in the profile, "Maya
+    moved …" in MEMORY.md): a small model's budget holds more of what it has not read."""
+    shown = [s.rstrip(". ").casefold() for s in said]
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip() and line.strip() != TITLE
+                     and not (line.startswith("- ") and any(_bare(line) in s for s in shown)))
+
+
+def _without_empty_headings(text: str) -> str:
+    """``text`` without the headings whose bullets did not fit (or were left out)."""
+    lines = text.splitlines()
+    return "\n".join(line for n, line in enumerate(lines)
+                     if not _HEADING.match(line) or n + 1 < len(lines)
+                     and not _HEADING.match(lines[n + 1]))
+
+
+_HEADING = re.compile(r"^#{1,6}\s")
 
 
 def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
     """The refs of the active memories whose statements MEMORY.md's lines are (a line is
     a memory's content, less its full stop, with "(since DATE)" for a current value):
     what the block derives from."""
-    lines = {_SINCE.sub("", line[2:]).rstrip(". ").casefold()
-             for line in text.splitlines() if line.startswith("- ")}
+    lines = {_bare(line) for line in text.splitlines() if line.startswith("- ")}
     if not lines:
         return []
     marks = ", ".join("?" * len(lines))

@@ -35,7 +35,7 @@ COSINE_WEIGHT = 3.0           # fused score = BM25 / best BM25 of the query + CO
 CONTENDERS = 200              # fused scores among which a turn's neighbour must be to be read
 
 # --- fixed head -------------------------------------------------------------------------
-LONG_TERM_SHARE = 0.5         # MEMORY.md may take at most this share of the budget
+LONG_TERM_SHARE = 0.5         # MEMORY.md's lines that answer a question: at most this share
 LINE_OVERLAP = 3              # within a budget, a MEMORY.md line shares this many words
 # The profile and project facts together take at most this share: mining can type hundreds
 # of memories project_fact, and the 1.5B model's 243 memories of the LoCoMo dev set, all

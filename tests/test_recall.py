@@ -320,3 +320,69 @@ def test_memory_md_comes_in_the_head_only(log: EventLog, store: ProjectionStore)
     assert [i.id for i in memory_md] == ["MEMORY.md"]
     assert memory_md[0].content == "# Garden\n- Ann grows tomatoes outside"
     assert sum(i.source == "turn" for i in items) == 10
+
+
+ANN_MEMORY_MD = """# Memory
+
+## Profile
+- Ann moved to Leeds in May, Ann lives in Leeds now (since 3 May 2026)
+- Ann keeps six hives of Buckfast bees on the allotment (since 1 April 2026)
+
+## Preferences
+- Ann likes her answers short, with the numbers first
+- Ann prefers loose-leaf Assam tea in the morning
+- Ann enjoys long walks along the canal at the weekend
+
+## Workflows
+- Ann checks every hive for queen cells each Sunday morning
+- Ann writes the hive notes in a paper logbook and copies them to a spreadsheet
+
+## Plans
+- Ann is planning to take the honey to the farmers' market on 14 June 2026
+"""
+
+
+def _bullets(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("- ")]
+
+
+def test_without_a_question_memory_md_fills_the_room_the_head_leaves(
+        log: EventLog, store: ProjectionStore) -> None:
+    """A chat's start block (no question yet) holds as much of MEMORY.md as fits, before any
+    scored item: a session's first question, whose note is capped, is answered from it.
+    Shown compactly: no title, no blank line, no line the profile already says."""
+    log.append(MemoriesMined(session="s", memories=[{
+        "id": "p1", "type": "workspace_profile",
+        "content": "Big news: Ann moved to Leeds in May, Ann lives in Leeds now."}]),
+        stream="memory")
+    log.append(LongTermRewritten(content=ANN_MEMORY_MD), stream="memory")
+    for i in range(20):
+        log.append(UserTurn(session="s", text=f"the bees were calm on the allotment, day {i}"),
+                   stream="s", ref=f"c:{i}")
+    store.catch_up_all()
+    budget = 240    # a 2,048-token window's start block, less its headers
+    assert estimate(ANN_MEMORY_MD) > budget / 2  # over the share a question's lines may take
+    items = recall(store.db, "", budget=budget, k=10, whole_long_term=True).items
+    (memory_md,) = [i for i in items if i.source == "long_term"]
+    shown = _bullets(memory_md.content)
+    assert shown == [b for b in _bullets(ANN_MEMORY_MD) if "moved to Leeds" not in b]
+    assert "# Memory" not in memory_md.content and "\n\n" not in memory_md.content
+    assert [i.source for i in items][:2] == ["workspace_profile", "long_term"]
+    assert sum(i.tokens for i in items) <= budget
+    # a question still gets only MEMORY.md's lines that answer it
+    asked = recall(store.db, "When does Ann check every hive?", budget=budget, k=10).items
+    (lines,) = [i.content for i in asked if i.source == "long_term"]
+    assert _bullets(lines) == ["- Ann checks every hive for queen cells each Sunday morning"]
+
+
+@pytest.mark.parametrize("budget", range(40, 200, 6))
+def test_memory_md_cut_to_a_budget_leaves_no_heading_without_lines(
+        log: EventLog, store: ProjectionStore, budget: int) -> None:
+    log.append(LongTermRewritten(content=ANN_MEMORY_MD), stream="memory")
+    store.catch_up_all()
+    items = recall(store.db, "", budget=budget, k=10, whole_long_term=True).items
+    for item in (i for i in items if i.source == "long_term"):
+        lines = item.content.splitlines()
+        assert lines and lines[-1].startswith("- ")
+        assert all(line.startswith("- ") for n, line in enumerate(lines[1:])
+                   if lines[n].startswith("#")), item.content

@@ -42,7 +42,7 @@ from events.config import LLMConfig, load_config
 from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
-from projections.long_term import CAP, read_long_term
+from projections.long_term import CAP, TITLE, read_long_term, without_since
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.passages import sentences
 from projections.readable import (
@@ -82,7 +82,6 @@ from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .themes import Said, theme_statements
 
-TITLE = "# Memory"
 TARGET = CAP - 512                   # room under the cap for the model's rewording
 SECTIONS = {t.name: t.section for t in MEMORY_TYPES}
 PEOPLE, PLANS, NOTES, THEMES = "People", "Plans", "Notes", "Themes"
@@ -90,7 +89,6 @@ PEOPLE, PLANS, NOTES, THEMES = "People", "Plans", "Notes", "Themes"
 # types' sections in registry order, plans, notes
 ORDER = [PROFILE.section, THEMES, PEOPLE, PREFERENCE.section,
          *(t.section for t in MEMORY_TYPES if t not in (PROFILE, PREFERENCE)), PLANS, NOTES]
-_SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
 
 
 # words that say a present that passes, not a lasting taste: "… has been really into vinyl
@@ -401,7 +399,7 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
 
 def bare(bullet: str) -> str:
     """A line without its "(since …)"."""
-    return _SINCE.sub("", bullet)
+    return without_since(bullet)
 SYSTEM = ("You keep a person's long-term memory file tidy. You get the bullet points of one "
           "section. Merge bullets that say the same thing, drop repeats, keep every distinct "
           'fact, short and in plain words. Reply with only the bullet lines, each starting '

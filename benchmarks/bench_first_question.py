@@ -1,0 +1,87 @@
+"""A session's first question about what the night wrote into MEMORY.md, asked in the chat.
+
+    diarist serve-model [--model 1.5b] --port 8080 &
+    python benchmarks/recall_dev.py ../shared/bench/locomo --homes DIR --night
+    python benchmarks/bench_first_question.py DIR [--base-url URL] [--code CHECKOUT] [--json]
+
+For each LoCoMo home under ``DIR`` (after the default night), the conversation's
+single-hop dev questions whose answer its MEMORY.md contains ("Which classical musicians
+does Melanie enjoy listening to?": "- Melanie is a fan of both classical like Bach and
+Mozart, …"). Each is the first message of a fresh ``diarist chat`` session (the default
+config, a 2,048-token window, tools off) on a copy of its home, through the real backend.
+The first message's note is capped, so the reply comes from the start block, read ahead
+while the person types. Prints each reply, then how many contain the answer and the F1.
+
+``--code`` runs the chat of another checkout (``git worktree add /tmp/base BASE``) on the
+same homes and questions, to compare two versions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
+sys.path.insert(0, str(REPO))
+
+from workers.eval.metrics import answer_f1, contains_answer  # noqa: E402
+
+
+def questions(homes: Path) -> list[tuple[Path, dict]]:
+    """(home, question) for the single-hop questions each home's MEMORY.md answers."""
+    chosen = []
+    for home in sorted(p for p in homes.iterdir() if (p / "memory/MEMORY.md").exists()):
+        memory_md = (home / "memory/MEMORY.md").read_text()
+        for line in (LOCOMO / f"{home.name}.questions.jsonl").read_text().splitlines():
+            q = json.loads(line)
+            if q["category"] == "single-hop" and contains_answer(memory_md, str(q["answer"])):
+                chosen.append((home, q))
+    return chosen
+
+
+def first_reply(home: Path, question: str, base_url: str, code: Path, work: Path) -> str:
+    """The reply to ``question`` as the first message of a chat on a copy of ``home``."""
+    copy = work / "home"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(home, copy)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", "chat", "--backend", "openai", "--base-url", base_url,
+         "--no-tools"], input=f"{question}\n/exit\n", capture_output=True, text=True,
+        cwd=code, env=dict(os.environ, DIARIST_HOME=str(copy)), timeout=600, check=True)
+    said = [line for line in done.stdout.splitlines() if "assistant>" in line]
+    return said[0].split("assistant>", 1)[1].strip() if said else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("homes", type=Path, help="LoCoMo homes after the night, one a conversation")
+    parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
+    parser.add_argument("--code", type=Path, default=REPO, help="the checkout whose chat runs")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="diarist-first-") as tmp:
+        for home, q in questions(args.homes):
+            reply = first_reply(home, q["query"], args.base_url, args.code.resolve(), Path(tmp))
+            rows.append({"id": q["id"], "question": q["query"], "answer": q["answer"],
+                         "reply": reply, "contains": contains_answer(reply, str(q["answer"])),
+                         "f1": answer_f1(reply, str(q["answer"]), q["category"])})
+            if not args.json:
+                print(f"{q['id']}: {q['query']} → {reply[:100]}", flush=True)
+    n = len(rows)
+    contained = sum(r["contains"] or 0 for r in rows)
+    f1 = sum(r["f1"] for r in rows) / n if n else 0.0
+    if args.json:
+        print(json.dumps({"rows": rows, "contains": contained, "questions": n, "f1": f1}))
+    else:
+        print(f"contain the answer: {contained:.0f} of {n}; F1 {f1:.3f}")
+
+
+if __name__ == "__main__":
+    main()
