@@ -143,14 +143,14 @@ def memory_items(event: RecordedEvent) -> list[Item]:
     return []
 
 
-_HEADING = re.compile(r"^#{1,6}\s")
+HEADING = re.compile(r"^#{1,6}\s")   # a Markdown heading line (MEMORY.md's sections)
 
 
 def long_term_sections(event: RecordedEvent, content: str) -> list[Item]:
     """MEMORY.md split at headings (a section keeps its heading), blank sections dropped."""
     sections: list[list[str]] = [[]]
     for line in content.splitlines():
-        if _HEADING.match(line) and any(s.strip() for s in sections[-1]):
+        if HEADING.match(line) and any(s.strip() for s in sections[-1]):
             sections.append([])
         sections[-1].append(line)
     out = []

@@ -24,7 +24,16 @@ from events.text import repaired
 
 from . import block_headers, context, weights
 from .fts import STOPWORDS, words
-from .items import JOURNAL, LONG_TERM, MEMORY, TURN, content_hash, item_key, key_part
+from .items import (
+    HEADING,
+    JOURNAL,
+    LONG_TERM,
+    MEMORY,
+    TURN,
+    content_hash,
+    item_key,
+    key_part,
+)
 from .long_term import TITLE, read_long_term, without_since
 from .memories import list_memories, memory_states, replaced_refs
 from .passages import sentences
@@ -183,11 +192,8 @@ def _without_empty_headings(text: str) -> str:
     """``text`` without the headings whose bullets did not fit (or were left out)."""
     lines = text.splitlines()
     return "\n".join(line for n, line in enumerate(lines)
-                     if not _HEADING.match(line) or n + 1 < len(lines)
-                     and not _HEADING.match(lines[n + 1]))
-
-
-_HEADING = re.compile(r"^#{1,6}\s")
+                     if not HEADING.match(line) or n + 1 < len(lines)
+                     and not HEADING.match(lines[n + 1]))
 
 
 def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
