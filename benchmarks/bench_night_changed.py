@@ -28,20 +28,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from memory_md_lines import start_block  # noqa: E402
 
 from events import EventLog, Home  # noqa: E402
-from events.config import Config  # noqa: E402
 from events.transcript import import_file  # noqa: E402
-from projections import open_store  # noqa: E402
-from projections.inject import budget_for  # noqa: E402
-from workers.chat.memory import SessionMemory  # noqa: E402
 from workers.eval.changed_facts import ASSISTANT, ATTRIBUTES, REPLIES, generate  # noqa: E402
 from workers.eval.dataset import write_layout  # noqa: E402
 from workers.mining.distribute import LocalExtractor  # noqa: E402
 from workers.schedule import run_night  # noqa: E402
 
 CHANGED = ("changed-fact", "changed-state")
-WINDOW = 2048
 
 
 def values_of(answer: str) -> tuple[str, ...]:
@@ -60,10 +58,7 @@ def night(conv, work: Path) -> dict:  # type: ignore[no-untyped-def]
     with EventLog(home.events_db) as log:
         import_file(log, transcript)
     run_night(home, lambda h, spec: LocalExtractor(spec))
-    config = Config()
-    with EventLog(home.events_db) as log, open_store(home, log) as store:
-        start = SessionMemory(home, store, budget_for(WINDOW, config.memory.budget_pct),
-                              config.memory.top_k, "chat/bench").build_start().text.casefold()
+    start = start_block(home.root).casefold()
     path = home.memory_dir / "MEMORY.md"
     text = path.read_text() if path.exists() else ""
     low = text.casefold()

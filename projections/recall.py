@@ -189,11 +189,24 @@ def _unsaid_lines(text: str, said: Sequence[str]) -> str:
 
 
 def _without_empty_headings(text: str) -> str:
-    """``text`` without the headings whose bullets did not fit (or were left out)."""
+    """``text`` without the headings whose lines did not fit (or were left out): a heading
+    stays when a line follows it before the next heading of its level or above (a person's
+    "## Projects" above "### diarist" and its bullets stays)."""
     lines = text.splitlines()
-    return "\n".join(line for n, line in enumerate(lines)
-                     if not HEADING.match(line) or n + 1 < len(lines)
-                     and not HEADING.match(lines[n + 1]))
+
+    def level(line: str) -> int:
+        found = HEADING.match(line)
+        return len(found.group().strip()) if found else 0
+
+    def has_lines(n: int) -> bool:
+        for later in lines[n + 1:]:
+            if not level(later):
+                return True
+            if level(later) <= level(lines[n]):
+                return False
+        return False
+
+    return "\n".join(line for n, line in enumerate(lines) if not level(line) or has_lines(n))
 
 
 def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:

@@ -386,3 +386,14 @@ def test_memory_md_cut_to_a_budget_leaves_no_heading_without_lines(
         assert lines and lines[-1].startswith("- ")
         assert all(line.startswith("- ") for n, line in enumerate(lines[1:])
                    if lines[n].startswith("#")), item.content
+
+
+def test_a_persons_parent_heading_stays_above_its_sub_headings_lines(
+        log: EventLog, store: ProjectionStore) -> None:
+    log.append(LongTermRewritten(content="# Memory\n\n## Projects\n### diarist\n"
+                                         "- diarist keeps its log in SQLite\n## Empty\n"),
+               stream="memory")
+    store.catch_up_all()
+    items = recall(store.db, "", budget=200, k=10, whole_long_term=True).items
+    (memory_md,) = [i.content for i in items if i.source == "long_term"]
+    assert memory_md == "## Projects\n### diarist\n- diarist keeps its log in SQLite"
