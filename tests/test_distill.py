@@ -460,6 +460,8 @@ def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None
 
     from projections.readable import self_contained
 
+    if not LOCOMO.is_dir():
+        pytest.skip("../shared/bench/locomo is not beside the checkout")
     facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
              for line in path.read_text().splitlines()]
     assert len(facts) > 1000
