@@ -68,12 +68,23 @@ def log(home: Home) -> Iterator[EventLog]:
         yield event_log
 
 
+def locomo_dev() -> Path:
+    """``../shared/bench/locomo``; the calling test is skipped when it is not beside the
+    checkout (a bare clone)."""
+    if not LOCOMO.is_dir():
+        pytest.skip("../shared/bench/locomo is not beside the checkout")
+    return LOCOMO
+
+
+def locomo_observations() -> list[str]:
+    """LoCoMo's own observations (written by its annotators), skipping as :func:`locomo_dev`."""
+    return [json.loads(line)["fact"] for path in sorted(locomo_dev().glob("*.observations.jsonl"))
+            for line in path.read_text().splitlines()]
+
+
 @pytest.fixture
 def locomo26() -> Path:
-    path = LOCOMO / "conv-26.transcript.jsonl"
-    if not path.exists():
-        pytest.skip("../shared/bench/locomo is not beside the checkout")
-    return path
+    return locomo_dev() / "conv-26.transcript.jsonl"
 
 
 @pytest.fixture

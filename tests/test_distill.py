@@ -18,7 +18,7 @@ from workers.mining.candidates import Candidate
 from workers.mining.distribute import LocalExtractor
 from workers.schedule import run_night
 
-from .conftest import LOCOMO, run, write_transcript
+from .conftest import locomo_observations, run, write_transcript
 from .test_mining import turn
 
 
@@ -456,14 +456,9 @@ def test_a_mined_statement_s_him_is_someone_else() -> None:
 
 def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None:
     """LoCoMo's annotators wrote their observations to be read without the conversation."""
-    import json
-
     from projections.readable import self_contained
 
-    if not LOCOMO.is_dir():
-        pytest.skip("../shared/bench/locomo is not beside the checkout")
-    facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
-             for line in path.read_text().splitlines()]
+    facts = locomo_observations()
     assert len(facts) > 1000
     assert sum(not self_contained(f) for f in facts) <= len(facts) // 100
 
@@ -529,8 +524,6 @@ def test_memory_md_shows_a_line_that_points_out_of_itself_only_up_to_the_pointer
     """A mined line whose later clause points at what only its turn names is cut before
     that clause when the first reads on its own, and left out when it does not; LoCoMo's
     observations, written to stand alone, are nearly all read as such."""
-    import json
-
     from projections.readable import points_out
     from workers.consolidation.consolidate import bullet_of, section_for
 
@@ -541,8 +534,8 @@ def test_memory_md_shows_a_line_that_points_out_of_itself_only_up_to_the_pointer
     assert section_for(mined_line("Maria loves the freedom and connection it brings.")) is None
     assert section_for(mined_line("John loves the energy and awesome food of this city.")) \
         is None
-    facts = [json.loads(line)["fact"] for path in sorted(LOCOMO.glob("*.observations.jsonl"))
-             for line in path.read_text().splitlines()]
+    facts = locomo_observations()
+    assert len(facts) > 1000
     assert sum(points_out(f) for f in facts) <= len(facts) // 200
 
 

@@ -13,7 +13,7 @@ from events.transcript import import_file
 from workers.eval.dataset import DatasetError, write_layout
 from workers.eval.load import load_dataset
 
-from .conftest import LOCOMO
+from .conftest import locomo_dev
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 
@@ -205,9 +205,7 @@ def test_every_loader_gives_importable_transcripts(name: str, tmp_path: Path) ->
 
 
 def test_the_shared_locomo_folder_loads() -> None:
-    if not LOCOMO.is_dir():
-        pytest.skip("../shared/bench/locomo is not beside the checkout")
-    data = load_dataset(LOCOMO)
+    data = load_dataset(locomo_dev())
     assert len(data.conversations) == 5
     answerable = [q for _, q in data.questions if q.answerable]
     assert len(answerable) == 760 and all(q.evidence for q in answerable)
