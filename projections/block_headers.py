@@ -9,4 +9,7 @@ NOTE_HEADER = "[memory note]"
 HEAD_TITLES = tuple(kind.heading for kind in head())   # [workspace profile], [project facts]
 MEMORIES_TITLE = "[relevant experience]"
 KNOWLEDGE_TITLE = "[knowledge]"
-ALL = (HEADER, NOTE_HEADER, *HEAD_TITLES, MEMORIES_TITLE, KNOWLEDGE_TITLE)
+BEST_TITLE = "[most relevant]"      # a question's best match, apart (inject.render_block)
+OTHERS_TITLE = "[other memories]"
+ALL = (HEADER, NOTE_HEADER, *HEAD_TITLES, MEMORIES_TITLE, KNOWLEDGE_TITLE,
+       BEST_TITLE, OTHERS_TITLE)

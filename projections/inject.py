@@ -9,6 +9,10 @@ text a 2B model can parse (docs/architecture.md, "Recall").
     [knowledge]
     - (1 March 2024) Ann: I adopted a greyhound yesterday [29 February 2024] …
 
+A question's block and a chat's note put their best match apart, under ``[most relevant]``,
+the rest under ``[other memories]`` (:func:`_best_apart`): a model that reads on past the
+first line answers more often from the line that answers (docs/benchmarks.md).
+
 The whole block — headers included — fits the budget: ``budget_pct`` of the model's context
 window, 512 tokens when the window is unknown.
 """
@@ -21,7 +25,14 @@ from dataclasses import dataclass
 
 from events.memory_types import head
 
-from .block_headers import HEADER, KNOWLEDGE_TITLE, MEMORIES_TITLE, NOTE_HEADER
+from .block_headers import (
+    BEST_TITLE,
+    HEADER,
+    KNOWLEDGE_TITLE,
+    MEMORIES_TITLE,
+    NOTE_HEADER,
+    OTHERS_TITLE,
+)
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
 from .relative_time import ago, annotate, day_text
 from .search import turns_by_ref
@@ -57,15 +68,27 @@ def _line(item: RecallItem, today: dt.date | None = None) -> str:
     return "- " + when + lines[0] + "".join(f"\n  {rest}" for rest in lines[1:])
 
 
-def render_block(items: list[RecallItem], today: dt.date | None = None) -> str:
+def _best_apart(lines: list[str]) -> list[str]:
+    """The first of two or more lines under ``[most relevant]``, the rest under ``[other
+    memories]``; a single line as it is."""
+    if len(lines) < 2:
+        return lines
+    return [BEST_TITLE, lines[0], OTHERS_TITLE, *lines[1:]]
+
+
+def render_block(items: list[RecallItem], today: dt.date | None = None, *,
+                 best_first: bool = False) -> str:
     """Items grouped by section in the fixed order; empty sections are left out; ``today``:
-    the day it is read, if known (see :func:`_line`)."""
+    the day it is read, if known (see :func:`_line`). ``best_first``: [knowledge]'s first
+    item (recall's best) apart from the rest (:func:`_best_apart`) — a question's block; a
+    chat's start block, which MEMORY.md opens, keeps them together."""
     out = [HEADER]
     for title, sources in SECTIONS:
-        chosen = [i for i in items if i.source in sources]
-        if chosen:
+        lines = [_line(i, today) for i in items if i.source in sources]
+        if lines:
             out.append(title)
-            out.extend(_line(i, today) for i in chosen)
+            out.extend(_best_apart(lines) if best_first and title == KNOWLEDGE_TITLE
+                       else lines)
     return "\n".join(out) if len(out) > 1 else ""
 
 
@@ -106,23 +129,28 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
         # (docs/benchmarks.md, "The 0.5B model against its ceiling")
         items = [i for i in items if i.source != "long_term"] + \
             [i for i in items if i.source == "long_term"]
-    # rendered by section, the pinned first in theirs; trailing items are dropped first
-    return _fitted(items, budget, lambda chosen: render_block(chosen, today))
+    # rendered by section, the pinned first in theirs; trailing items are dropped first; a
+    # question's best match apart from the rest
+    return _fitted(items, budget, lambda chosen: render_block(chosen, today,
+                                                              best_first=not whole_long_term))
 
 
 def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int,
                    today: dt.date | None = None) -> Injection:
     """The turns ``refs`` name, as :func:`build_injection` would render them were recall to
     find exactly those, in log order and within the same ``budget`` (trailing ones dropped):
-    the ceiling `diarist eval --answer` compares memory with."""
+    the ceiling `diarist eval --answer` compares memory with (the first apart, as a
+    question's block puts its best match)."""
     items = [RecallItem("turn", hit.id, hit.content, 1.0, estimate(hit.content), hit.at,
                         hit.refs) for hit in turns_by_ref(db, refs)]
-    return _fitted(items, budget, lambda chosen: render_block(chosen, today))
+    return _fitted(items, budget, lambda chosen: render_block(chosen, today, best_first=True))
 
 
 def render_note(items: list[RecallItem], today: dt.date | None = None) -> str:
-    """A per-turn memory note: the items as lines under one header."""
-    return "\n".join([NOTE_HEADER, *(_line(i, today) for i in items)]) if items else ""
+    """A per-turn memory note: the items as lines under one header, the best apart
+    (:func:`_best_apart`)."""
+    return "\n".join([NOTE_HEADER, *_best_apart([_line(i, today) for i in items])]) \
+        if items else ""
 
 
 def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,

@@ -110,8 +110,9 @@ def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_bud
     store.catch_up_all()
     block = build_evidence(store.db, ["c:2", "c:0"], budget=512)
     assert block.text.splitlines() == [
-        "[memory context]", "[knowledge]",
+        "[memory context]", "[knowledge]", "[most relevant]",
         "- (8 May 2023) Caroline: I went to a support group yesterday [7 May 2023].",
+        "[other memories]",
         "- (8 May 2023) Caroline: We go camping next month [June 2023], near the lake."]
     assert block.injected_tokens == estimate(block.text)
     # read on a known day (a chat's, an eval question's), each line says how long ago
@@ -146,3 +147,24 @@ def test_knowledge_comes_most_relevant_first_as_the_system_prompt_says(
     assert len(knowledge) == len(scores) >= 3, injection.text
     assert scores == sorted(scores, reverse=True), scores
     assert "veterans and their families" in knowledge[0], knowledge
+    # the best apart, under a title of its own: a model that reads on past the first line
+    # answers from it more often (docs/benchmarks.md)
+    at = lines.index("[knowledge]")
+    assert lines[at + 1] == "[most relevant]" and lines[at + 2] == knowledge[0]
+    assert lines[at + 3] == "[other memories]" and lines[at + 4:] == knowledge[1:]
+
+
+def test_a_start_block_keeps_its_knowledge_together_and_a_lone_item_has_no_titles(
+        log: EventLog, store: ProjectionStore) -> None:
+    """Only a question's block puts its best match apart: a chat's start block, which
+    MEMORY.md opens, keeps [knowledge] whole; one item needs no second title."""
+    for n, text in enumerate(["We ran the 5K charity run for veterans.",
+                              "The charity bake sale went well.", "I ran a 5K last year."]):
+        log.append(UserTurn(session=f"s{n}", text=text, name="John"), stream=f"s{n}")
+    store.catch_up_all()
+    start = build_injection(store.db, "charity run 5K", 400, 8)
+    assert "[knowledge]" in start.text and len(start.items) >= 2, start.text
+    assert "[most relevant]" not in start.text and "[other memories]" not in start.text
+    lone = build_injection(store.db, "charity run 5K", 400, 1, whole_long_term=False)
+    assert lone.text.splitlines()[1:3] == ["[knowledge]", lone.text.splitlines()[2]]
+    assert lone.text.splitlines()[2].startswith("- ") and "[most relevant]" not in lone.text

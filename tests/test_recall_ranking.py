@@ -279,12 +279,15 @@ def test_a_models_reply_that_says_nothing_of_its_own_is_never_recalled(
         "assistant")
     say(log, "chat/a", "user", "Where should we eat?", "a:4", 2)
     say(log, "chat/a", "m", "In Lisbon now, try the sardines at Alfama.", "a:5", 2, "assistant")
+    say(log, "chat/a", "user", "And where do I live?", "a:6", 3)
+    say(log, "chat/a", "m", "[most relevant]\n- (1 May 2026) user: I live in Lisbon now.",
+        "a:7", 3, "assistant")
     store.catch_up_all()
     found = recall(store.db, "Where do I live now in Lisbon?", budget=0, k=10)
     shown = {ref for item in found.items for ref in item.refs
              if item.content.startswith("m:") or "\nm: " in item.content}
     assert "a:5" in {ref for item in found.items for ref in item.refs}
-    assert not shown & {"a:1", "a:3"}
+    assert not shown & {"a:1", "a:3", "a:7"}
     assert "a:0" in {ref for item in found.items for ref in item.refs}
 
 

@@ -140,13 +140,40 @@ def test_a_note_reads_relative_dates_from_the_day_the_message_is_sent(
             session.start()
             session.send(question)
         note = backend.requests[-1][-1]["content"].split("\n\n", 1)[0]
-        assert note.startswith(NOTE_HEADER) and dinner in note.splitlines()[1], note
+        items = [x for x in note.splitlines() if x.startswith("- ")]
+        assert note.startswith(NOTE_HEADER) and dinner in items[0], note
     # each line says how long ago it was said, the start block's too: no date arithmetic
     assert "(12 March 2026, 3 weeks ago) Ann: I cooked a lentil curry" in note
     with clock.frozen(first + dt.timedelta(days=31)):
         session = ChatSession(home, log, store, backend, Config(), tools=False)
         session.start()
     assert "(22 March 2026, 11 days ago) Ann: I cooked a fish pie" in session.memory_block
+
+
+def test_a_notes_best_match_stands_apart_from_the_rest(home: Home, stores: Stores,
+                                                      tmp_path: Path) -> None:
+    """A note of several items puts recall's best under ``[most relevant]`` and the rest
+    under ``[other memories]``, as a question's block in `diarist eval --answer` does: the
+    chat and the eval give the model memory in one form."""
+    log, store = stores
+    for n, text in enumerate(["My kayak club paddles the river every weekend.",
+                              "The kayak club took the river route with my sister.",
+                              "Our kayak club meets on Thursdays by the river."]):
+        log.append(UserTurn(session=f"old{n}", text=text, name="Ann"), stream=f"old{n}",
+                   ref=f"old{n}:1")
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+    session = ChatSession(home, log, store, backend,
+                          Config(memory=MemoryConfig(inject_on_start=False)), tools=False)
+    session.start()
+    session.send("Hello!")  # a first message's note is capped (first_note_cap)
+    session.send("Tell me about my kayak, the river and the kayak club")
+    note = backend.requests[-1][-1]["content"].split("\n\n", 1)[0]
+    lines = note.splitlines()
+    items = [x for x in lines if x.startswith("- ")]
+    assert len(items) >= 2, note
+    assert lines == [NOTE_HEADER, "[most relevant]", items[0], "[other memories]", *items[1:]]
+    assert estimate(note) <= session.memory.budget
 
 
 def test_a_question_asked_again_does_not_lower_its_answers_score(
