@@ -166,5 +166,6 @@ def test_a_start_block_keeps_its_knowledge_together_and_a_lone_item_has_no_title
     assert "[knowledge]" in start.text and len(start.items) >= 2, start.text
     assert "[most relevant]" not in start.text and "[other memories]" not in start.text
     lone = build_injection(store.db, "charity run 5K", 400, 1, whole_long_term=False)
-    assert lone.text.splitlines()[1:3] == ["[knowledge]", lone.text.splitlines()[2]]
-    assert lone.text.splitlines()[2].startswith("- ") and "[most relevant]" not in lone.text
+    lines = lone.text.splitlines()
+    assert len(lone.items) == 1 and lines[:2] == ["[memory context]", "[knowledge]"]
+    assert lines[2].startswith("- ") and "[most relevant]" not in lone.text, lone.text
