@@ -9,7 +9,9 @@ diarist's recall as `diarist recall` gives it:
 - ``b512``: ``diarist recall --budget 512`` with the default ``--k`` (``memory.top_k``);
 - ``b512all``: every item within 512 tokens (k unbounded, as `diarist eval` measures it);
 - ``recency``: for questions with stale refs, the newest relevant item strictly above
-  every stale one in the top 10 (``workers.eval.metrics.recency``).
+  every stale one in the top 10 (``workers.eval.metrics.recency``);
+- ``first``: the best turn or journal line within the budget (the one a question's block
+  puts under ``[most relevant]``) is an evidence turn — the line a small model answers from.
 
 Overall and per category, plus the mean tokens used within 512. ``--set NAME=VALUE``
 overrides a module constant for a sweep (``--set projections.weights.ESSAY_WEIGHT=0.4``);
@@ -114,6 +116,7 @@ def main() -> None:
                        "b512": metrics.evidence_recall(q.evidence, cli.items),
                        "b512all": metrics.evidence_recall(q.evidence, every.items),
                        "recency": metrics.recency(q.evidence, q.stale, top),
+                       "first": _first(q.evidence, cli.items),
                        "used": cli.used_tokens, "items": len(cli.items)}
                 rows.append(row)
                 if dump:
@@ -135,9 +138,15 @@ def main() -> None:
     print(f"({time.perf_counter() - started:.1f} s; k={k}; settings {args.settings or 'none'})")
 
 
+def _first(evidence: list[str], items: Any) -> float:
+    """1.0 when the first turn or journal item covers an evidence ref, else 0.0."""
+    best = next((i for i in items if i.source in ("turn", "journal")), None)
+    return float(best is not None and bool(set(best.refs) & set(evidence)))
+
+
 def _line(name: str, group: list[dict[str, Any]]) -> str:
     cells = []
-    for metric in ("top10", "b512", "b512all", "recency"):
+    for metric in ("top10", "b512", "b512all", "recency", "first"):
         values = [r[metric] for r in group if r[metric] is not None]
         cells.append(f"{metric} {statistics.mean(values):.3f}" if values else f"{metric} -")
     used = statistics.mean(r["used"] for r in group)
