@@ -280,21 +280,31 @@ def test_migrations_are_recorded_and_run_once(log: EventLog) -> None:
     assert log.db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == 2
 
 
-def test_retry_busy_waits_out_a_lock_and_gives_up_in_time() -> None:
+def test_retry_busy_waits_out_a_lock_and_gives_up_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
+    from events import db
     from events.db import retry_busy
 
-    calls: list[float] = []
+    calls: list[int] = []
+    waits: list[float] = []
+    real_sleep = time.sleep
+
+    def recorded_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        real_sleep(seconds)
 
     def locked_twice() -> str:
-        calls.append(time.monotonic())
+        calls.append(len(calls))
         if len(calls) < 3:
             raise sqlite3.OperationalError("database is locked")
         return "done"
 
+    # the waits asked for, not the wall time between calls: a loaded machine oversleeps
+    monkeypatch.setattr(db.time, "sleep", recorded_sleep)
     assert retry_busy(locked_twice, timeout=5) == "done" and len(calls) == 3
-    assert calls[2] - calls[1] > calls[1] - calls[0] > 0  # backs off
+    assert waits == [0.005, 0.01]  # backs off: twice as long each time
+    monkeypatch.undo()
 
     def broken() -> None:
         raise sqlite3.OperationalError("no such table: x")
