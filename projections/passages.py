@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .tokens import estimate
+from .tokens import counts, estimate, estimate_counts
 
 WHOLE_TURN_TOKENS = 80   # a turn up to this long is one item
 PASSAGE_TOKENS = 56      # a passage holds whole sentences up to this long
@@ -40,13 +40,20 @@ def sentences(text: str) -> list[str]:
 
 def _runs(pieces: list[str], limit: int) -> list[str]:
     """``pieces`` joined with spaces into runs of at most ``limit`` tokens, in order (a piece
-    longer than ``limit`` is a run of its own)."""
+    longer than ``limit`` is a run of its own). The run's estimate is kept from its counts,
+    so a long unpunctuated text is cut in one pass."""
     out: list[str] = []
     current: list[str] = []
+    run_pieces = run_chars = 0
     for piece in pieces:
-        if current and estimate(" ".join(current + [piece])) > limit:
+        piece_pieces, piece_chars = counts(piece)
+        if current and estimate_counts(run_pieces + piece_pieces,
+                                       run_chars + 1 + piece_chars) > limit:
             out.append(" ".join(current))
             current = []
+            run_pieces = run_chars = 0
+        run_chars += piece_chars + (1 if current else 0)
+        run_pieces += piece_pieces
         current.append(piece)
     if current:
         out.append(" ".join(current))

@@ -21,5 +21,16 @@ CHARS_PER_TOKEN = 3.5
 def estimate(text: str) -> int:
     if not text:
         return 0
-    pieces = len(_PIECES.findall(text))
-    return max(math.ceil(WORD_FACTOR * pieces), math.ceil(len(text) / CHARS_PER_TOKEN)) + 1
+    return estimate_counts(*counts(text))
+
+
+def counts(text: str) -> tuple[int, int]:
+    """``text``'s (pieces, characters): the two measures :func:`estimate` takes. Both add up
+    over texts joined by a space (one character more per space), so a growing run of words
+    is estimated without re-reading it."""
+    return len(_PIECES.findall(text)), len(text)
+
+
+def estimate_counts(pieces: int, chars: int) -> int:
+    """:func:`estimate` of a non-empty text with these :func:`counts`."""
+    return max(math.ceil(WORD_FACTOR * pieces), math.ceil(chars / CHARS_PER_TOKEN)) + 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from events import EventLog
 from events.types import AssistantTurn, SessionStarted, UserTurn
@@ -18,7 +20,7 @@ from projections.passages import (
     sentences,
 )
 from projections.recall import recall
-from projections.tokens import estimate
+from projections.tokens import counts, estimate, estimate_counts
 
 LONG_REPLY = (
     "I'm happy to help you with that! Losing a favourite necklace is frustrating.\n\n"
@@ -59,6 +61,17 @@ def test_a_sentence_without_ends_is_cut_at_words() -> None:
     parts = passages(run_on)
     assert len(parts) > 1 and words(" ".join(parts)) == words(run_on)
     assert all(estimate(p) <= max(PASSAGE_TOKENS, SENTENCE_TOKENS) for p in parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=1).map(str.strip).filter(bool), min_size=1, max_size=12))
+def test_a_runs_estimate_adds_up_from_its_pieces_counts(pieces: list[str]) -> None:
+    """Runs are cut from summed counts, not by re-estimating the joined text: the two agree
+    for any pieces joined by spaces (so the cut is the one a re-estimate would make)."""
+    found = [counts(piece) for piece in pieces]
+    joined_pieces = sum(p for p, _ in found)
+    joined_chars = sum(c for _, c in found) + len(pieces) - 1
+    assert estimate_counts(joined_pieces, joined_chars) == estimate(" ".join(pieces))
 
 
 def test_a_long_turn_is_indexed_as_passages_with_its_ref(log: EventLog) -> None:
