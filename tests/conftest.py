@@ -40,10 +40,12 @@ os.umask(UMASK)
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (the README's ``-n auto``; ``--dist loadgroup`` in pyproject's
     addopts) one worker runs all of a file's tests, so a module's prepared homes are built
-    once, and the real-model tier (``tests/real_model/``) is one group: one model server."""
+    once, and the real-model tier (``tests/real_model/``) is one group: one model server.
+    First among the hooks: xdist's own reads the marks into the test ids it schedules by."""
     tests = REPO / "tests"
     for item in items:
         parts = Path(str(item.fspath)).relative_to(tests).parts
@@ -187,17 +189,27 @@ def _no_embed_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def exported_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """all-MiniLM-L6-v2 exported once per test session (fp32, int8, tokenizer.json): the
-    folder that `var/models/all-MiniLM-L6-v2` of a home would be."""
+def exported_model(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """all-MiniLM-L6-v2 exported once per test run (fp32, int8, tokenizer.json): the folder
+    that `var/models/all-MiniLM-L6-v2` of a home would be. Under pytest-xdist the first
+    worker to need it exports it into the run's shared temporary folder and the others wait
+    for it (an export costs torch ~15 s of a core)."""
+    import fcntl
+
     from projections.embedding import BASE_MODEL, model_checksum, prepare_model
     from workers.models.embedding import export_model
 
-    target = tmp_path_factory.mktemp("models") / BASE_MODEL
-    export_model(target)
-    for variant in ("fp32", "int8"):  # write the checksum sidecars once, copied with the files
-        model_checksum(target / f"model-{variant}.onnx", target / "tokenizer.json")
-    prepare_model(target / "model-fp32.onnx")  # as ensure_model does (copied with the files)
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # one folder per run
+    target = shared / "exported-model" / BASE_MODEL
+    with open(shared / "exported-model.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (target.parent / "complete").exists():
+            export_model(target)
+            for variant in ("fp32", "int8"):  # the checksum sidecars, copied with the files
+                model_checksum(target / f"model-{variant}.onnx", target / "tokenizer.json")
+            prepare_model(target / "model-fp32.onnx")  # as ensure_model does
+            (target.parent / "complete").touch()
     return target
 
 

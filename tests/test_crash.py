@@ -20,7 +20,7 @@ from projections import all_projectors, open_store
 from .conftest import diarist_cmd, make_turns, run_cli, subprocess_env, write_transcript
 from .faults import Tally, checkpoint, fault_runs, kill9, kill_and_restart
 
-SYNC_TURNS = 4_000           # long texts so FTS indexing makes sync take seconds
+SYNC_TURNS = 2_000           # long texts: sync takes seconds (kills land mid-sync)
 SYNC_NOTES = 600             # Remembered + FactsExtracted events over 30 days: journal files
 SYNC_WORDS = 100
 SYNC_BATCH = 200
