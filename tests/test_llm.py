@@ -643,14 +643,14 @@ def test_a_stalled_metadata_request_times_out_clearly(openai: tuple[str, type[Ha
     url, h = openai
 
     def stalled(hd: Handler, body: dict) -> None:
-        time.sleep(2)
+        time.sleep(4)
         hd.send_json(200, {"n_ctx": 4096})
 
     h.routes[("GET", "/props")] = stalled
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match=r"no answer from .*/props within 0\.5 s") as e:
         OpenAIBackend(url, "m", timeout=0.5).context_window()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3  # gave up at the timeout, not when the server answered
     assert "llm.timeout" in e.value.hint
 
 
