@@ -45,11 +45,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (the README's ``-n auto``; ``--dist loadgroup`` in pyproject's
     addopts) one worker runs all of a file's tests, so a module's prepared homes are built
     once, and the real-model tier (``tests/real_model/``) is one group: one model server.
-    First among the hooks: xdist's own reads the marks into the test ids it schedules by."""
+    First among the hooks: xdist's own reads the marks into the test ids it schedules by.
+    The groups with long tests (the real-model tier, then files with ``slow`` or ``soak``
+    tests) are handed out first, so the run does not end on one worker running them alone
+    while the other has nothing left."""
     tests = REPO / "tests"
+    weight: dict[str, int] = {}
     for item in items:
-        parts = Path(str(item.fspath)).relative_to(tests).parts
-        item.add_marker(pytest.mark.xdist_group(parts[0]))
+        group = Path(str(item.fspath)).relative_to(tests).parts[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+        marks = {mark.name for mark in item.iter_markers()}
+        heavy = 2 if group == "real_model" else 1 if marks & {"slow", "soak"} else 0
+        weight[group] = max(weight.get(group, 0), heavy)
+    items.sort(key=lambda item: -weight[Path(str(item.fspath)).relative_to(tests).parts[0]])
 
 
 Stores = tuple[EventLog, ProjectionStore]  # the ``stores`` fixture
