@@ -197,7 +197,7 @@ def _no_embed_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def exported_model(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+def exported_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """all-MiniLM-L6-v2 exported once per test run (fp32, int8, tokenizer.json): the folder
     that `var/models/all-MiniLM-L6-v2` of a home would be. Under pytest-xdist the first
     worker to need it exports it into the run's shared temporary folder and the others wait
@@ -208,7 +208,8 @@ def exported_model(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
     from workers.models.embedding import export_model
 
     base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # one folder per run
+    # under xdist each worker's folder is in the run's own: pytest-N/popen-gwK
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     target = shared / "exported-model" / BASE_MODEL
     with open(shared / "exported-model.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
