@@ -50,14 +50,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests) are handed out first, so the run does not end on one worker running them alone
     while the other has nothing left."""
     tests = REPO / "tests"
-    weight: dict[str, int] = {}
+    group_of: dict[str, str] = {}  # test id -> its group
+    weight: dict[str, int] = {}    # group -> 2 real-model tier, 1 slow or soak tests, else 0
     for item in items:
-        group = Path(str(item.fspath)).relative_to(tests).parts[0]
+        group = group_of[item.nodeid] = Path(str(item.fspath)).relative_to(tests).parts[0]
         item.add_marker(pytest.mark.xdist_group(group))
         marks = {mark.name for mark in item.iter_markers()}
         heavy = 2 if group == "real_model" else 1 if marks & {"slow", "soak"} else 0
         weight[group] = max(weight.get(group, 0), heavy)
-    items.sort(key=lambda item: -weight[Path(str(item.fspath)).relative_to(tests).parts[0]])
+    items.sort(key=lambda item: -weight[group_of[item.nodeid]])
 
 
 Stores = tuple[EventLog, ProjectionStore]  # the ``stores`` fixture

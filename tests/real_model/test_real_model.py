@@ -52,7 +52,7 @@ def test_a_chat_session_against_the_real_model(llm_server: str, home: Home, tmp_
     home.config_file.write_text(yaml.safe_dump({
         # the shadow journal against this model: the test below (three calls less here)
         # compression at 30% of the window: the short paste crosses it (each model call
-        # reads about a thousand tokens, ~10 s for the one-thread model)
+        # reads about a thousand tokens, 10-20 s for the one-thread model)
         "memory": {"shadow_journal": False,
                    "rolling_summary": {"keep_turns": 2, "warn_at_pct": 0.3}},
         "llm": {"max_reply_tokens": 64, "temperature": 0}}))
