@@ -87,7 +87,22 @@ FORMATS: list[tuple[str, str]] = [
     ("bearer token", r"(?i:\bbearer)\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)"),
     ("URL password", r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/@]*:(?P<v>[^\s/]+)@[^\s/@]+"),
 ]
-_FORMATS = [(kind, re.compile(pattern)) for kind, pattern in FORMATS]
+# For each format, literals of which a match holds at least one, lower-cased: a text with none
+# of them in its lower-cased form cannot match, and is not scanned (a substring test is ~100
+# times cheaper than the pattern's scan; the 20 scans were most of what finding costs). The
+# two case-blind patterns' needles have no i, k or s, which Unicode letters (İ, ı, K, ſ)
+# match case-blind without lower-casing to them.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private key": ("private key",), "Anthropic key": ("sk-ant-",), "OpenAI key": ("sk-",),
+    "GitHub token": ("gh",), "GitLab token": ("glpat-",), "Slack token": ("xox",),
+    "Slack webhook": ("hooks.slack.com/",), "AWS access key id": ("akia", "asia", "abia", "acca"),
+    "Google API key": ("aiza",), "Hugging Face token": ("hf_",),
+    "Stripe key": ("_live_", "_test_", "whsec_"), "npm token": ("npm_",),
+    "PyPI token": ("pypi-age",), "SendGrid key": ("sg.",), "Groq key": ("gsk_",),
+    "Replicate token": ("r8_",), "JWT": ("eyj",), "authorization header": ("author",),
+    "bearer token": ("bearer",), "URL password": ("://",),
+}
+_FORMATS = [(kind, _NEEDLES[kind], re.compile(pattern)) for kind, pattern in FORMATS]
 
 # The names whose values are secrets: alone, or ending a longer name (``DB_PASSWORD``,
 # ``dbPassword``, ``aws_secret_access_key``). A password's value may be anything; a token's or
@@ -206,11 +221,13 @@ def find(text: str) -> list[Finding]:
     """Every secret in ``text`` as non-overlapping spans, in order (overlapping finds are
     merged; the first one's kind is kept)."""
     found: list[Finding] = []
-    for kind, pattern in _FORMATS:
+    lower = text.lower()
+    for kind, needles, pattern in _FORMATS:
+        if not any(needle in lower for needle in needles):
+            continue
         for match in pattern.finditer(text):
             group = "v" if "v" in pattern.groupindex else 0
             found.append(Finding(kind, match.start(group), match.end(group)))
-    lower = text.lower()
     if any(trigger in lower for trigger in _TRIGGERS):
         found.extend(_assignments(text))
     found.extend(Finding("random token", m.start(), m.end()) for m in _TOKEN.finditer(text)

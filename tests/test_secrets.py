@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from events import Home
+from projections import secrets
 from projections.secrets import MASK, REDACTED, find, scrub
 
 # (text with § where the secret goes, the secret, what must stay around it). Fake keys of the
@@ -147,6 +150,35 @@ def test_each_kind_of_secret_is_masked(text: str, secret: str, kept: str) -> Non
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert scrub(text) == text
     assert find(text) == []
+
+
+# Pieces of secrets and of their formats' literals, and letters that match i, k and s
+# case-blind without lower-casing to them (İ ı K ſ), for texts where a skipped scan would show.
+_PIECES = st.sampled_from([
+    *(p[1] for p in POSITIVE), *(p[0].replace("§", p[1]) for p in POSITIVE[:20]),
+    *(n for needles in secrets._NEEDLES.values() for n in needles),
+    "Authorization: Bearer ", "AUTHORİZATİON: ", "authorızation=", "BEARER ", "sk-", "SK-",
+    "ghp_", "AKIA", "-----BEGIN RSA PRIVATE KEY-----", "https://ann:", "@db", "eyJ", "\u0130",
+    "\u0131", "\u212a", "\u017f", "Zx81NvQ0aLm3pR7tY2uW9eK4abQ", " ", "\n", "=", ":", "."])
+
+
+@settings(max_examples=300, deadline=None)
+@example("AUTHOR\u0130ZAT\u0130ON: Zx81NvQ0aLm3pR7tY2uW9eK4abQ")  # lower(): "authori̇zati̇on"
+@example("author\u0131zation=Zx81NvQ0aLm3pR7tY2uW9eK4abQ")
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=12).map("".join))
+def test_the_literal_prefilter_changes_no_finding(text: str) -> None:
+    """Each known format is scanned only when one of its literals is in the text
+    (``_NEEDLES``): the same findings as scanning every format always."""
+    every = [(kind, ("",), pattern) for kind, _needles, pattern in secrets._FORMATS]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(secrets, "_FORMATS", every)
+        expected = find(text)
+    assert find(text) == expected
+
+
+def test_every_format_has_its_literals() -> None:
+    assert set(secrets._NEEDLES) == {kind for kind, _ in secrets.FORMATS}
+    assert all(secrets._NEEDLES.values())
 
 
 def test_findings_name_the_kind_never_the_secret() -> None:
