@@ -102,7 +102,9 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "Replicate token": ("r8_",), "JWT": ("eyj",), "authorization header": ("author",),
     "bearer token": ("bearer",), "URL password": ("://",),
 }
-_FORMATS = [(kind, _NEEDLES[kind], re.compile(pattern)) for kind, pattern in FORMATS]
+_FORMATS = [(kind, re.compile(pattern)) for kind, pattern in FORMATS]
+_NEEDLE_FORMAT = [(needle, n) for n, (kind, _pattern) in enumerate(FORMATS)
+                  for needle in _NEEDLES[kind]]  # (literal, its format's index), flat
 
 # The names whose values are secrets: alone, or ending a longer name (``DB_PASSWORD``,
 # ``dbPassword``, ``aws_secret_access_key``). A password's value may be anything; a token's or
@@ -222,9 +224,9 @@ def find(text: str) -> list[Finding]:
     merged; the first one's kind is kept)."""
     found: list[Finding] = []
     lower = text.lower()
-    for kind, needles, pattern in _FORMATS:
-        if not any(needle in lower for needle in needles):
-            continue
+    present = {n for needle, n in _NEEDLE_FORMAT if needle in lower}
+    for n in sorted(present):  # the formats' order: a tie keeps the first one's kind
+        kind, pattern = _FORMATS[n]
         for match in pattern.finditer(text):
             group = "v" if "v" in pattern.groupindex else 0
             found.append(Finding(kind, match.start(group), match.end(group)))
