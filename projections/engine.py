@@ -313,16 +313,19 @@ class ProjectionStore:
             if not events:
                 return moved
 
-    def _batch(self, projector: Projector, upto: int | None,
-               limit: int) -> tuple[list[RecordedEvent], UnreadableEvent | None]:
+    def _batch(self, projector: Projector, upto: int | None, limit: int,
+               reads: dict[tuple[int, int], list[RecordedEvent]] | None = None,
+               ) -> tuple[list[RecordedEvent], UnreadableEvent | None]:
         """One transaction: apply the next ``limit`` events and store the new position.
-        Returns the events applied, and why it stopped early (or None)."""
+        Returns the events applied, and why it stopped early (or None). ``reads``: the
+        events read so far by position and limit, shared with other projections' batches
+        (the log only grows: a read is at worst a little behind, caught up next time)."""
         failure: UnreadableEvent | None = None
         while True:
             try:
                 with write_transaction(self.db):
                     position = self._prepare(projector)
-                    events = self.log.read(position, limit, upto=upto)
+                    events = self._read(position, limit, upto, reads)
                     events, stop = _readable(events)
                     for index, event in enumerate(events):
                         if event.cls in projector.handles:
@@ -338,6 +341,14 @@ class ProjectionStore:
                 # (in a new one), then report it.
                 failure, limit = failed.error, failed.index
 
+    def _read(self, position: int, limit: int, upto: int | None,
+              reads: dict[tuple[int, int], list[RecordedEvent]] | None) -> list[RecordedEvent]:
+        if reads is None:
+            return self.log.read(position, limit, upto=upto)
+        if (position, limit) not in reads:
+            reads[position, limit] = self.log.read(position, limit, upto=upto)
+        return reads[position, limit]
+
     def _apply(self, projector: Projector, event: RecordedEvent, index: int) -> None:
         try:
             projector.apply(self.db, event)
@@ -348,16 +359,32 @@ class ProjectionStore:
 
     def catch_up_all(self, *, upto: int | None = None, batch_size: int = DEFAULT_BATCH,
                      progress: Progress | None = None) -> dict[str, int]:
-        """Catch every projection up. One that stops at an event it cannot apply does not
-        keep the others from catching up to theirs; the earliest such event is raised."""
+        """Catch every projection up, a batch of each in turn: projections at the same
+        position share one read of the log (and each event's decoded data), and what
+        several of them derive from an event (a turn's passages) is still cached when the
+        next asks. Each batch is its projection's own transaction, as in :meth:`catch_up`.
+        One that stops at an event it cannot apply does not keep the others from catching
+        up to theirs; the earliest such event is raised."""
         moved: dict[str, int] = {}
         stopped: list[UnreadableEvent] = []
-        for name in self.projectors:
-            try:
-                moved[name] = self.catch_up(name, upto=upto, batch_size=batch_size,
-                                            progress=progress)
-            except UnreadableEvent as exc:
-                stopped.append(exc)
+        pending = [self.projector(name) for name in self.projectors]
+        for projector in pending:
+            self.materialize(projector)  # files a crashed run left dirty
+            moved[projector.name] = 0
+        while pending:
+            reads: dict[tuple[int, int], list[RecordedEvent]] = {}
+            going = []
+            for projector in pending:
+                events, stop = self._batch(projector, upto, batch_size, reads)
+                self.materialize(projector)
+                moved[projector.name] += len(events)
+                if events and progress:
+                    progress(len(events))
+                if stop is not None:
+                    stopped.append(stop)
+                elif events:
+                    going.append(projector)
+            pending = going
         if stopped:
             raise min(stopped, key=lambda exc: exc.seq)
         return moved

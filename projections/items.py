@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from events import RecordedEvent
 from events.memory_types import DEFAULT, PROFILE, PROJECT_FACT, names
@@ -88,14 +89,22 @@ def _own_refs(event: RecordedEvent) -> tuple[str, ...]:
     return (event.ref,) if event.ref else ()
 
 
+@lru_cache(maxsize=1024)   # a catch-up batch's turns
+def scrubbed_passages(text: str) -> tuple[str, tuple[str, ...]]:
+    """A turn's text without its secrets, and its passages: the search and the vector index
+    both ask, one right after the other when all projections catch up."""
+    clean = scrub(text)
+    return clean, tuple(passages(clean))
+
+
 def turn_items(event: RecordedEvent, turn: UserTurn | AssistantTurn) -> list[Item]:
     """A turn as one item (``Speaker: text``), or, when it is long, as its passages, each
     ``Speaker: passage`` with the turn's time and ref (:mod:`projections.passages`)."""
     speaker = turn.name or ("user" if isinstance(turn, UserTurn) else "assistant")
-    parts = passages(scrub(turn.text))
+    text, parts = scrubbed_passages(turn.text)
     refs = (event.ref or event.id,)
     if len(parts) <= 1:
-        return [Item(TURN, event.id, f"{speaker}: {scrub(turn.text)}", event.occurred_at, refs,
+        return [Item(TURN, event.id, f"{speaker}: {text}", event.occurred_at, refs,
                      turn.session)]
     return [Item(TURN, event.id, f"{speaker}: {text}", event.occurred_at, refs, turn.session,
                  part=n) for n, text in enumerate(parts)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .tokens import counts, estimate, estimate_counts
+from .tokens import counts, estimate, within
 
 WHOLE_TURN_TOKENS = 80   # a turn up to this long is one item
 PASSAGE_TOKENS = 56      # a passage holds whole sentences up to this long
@@ -43,20 +43,18 @@ def _runs(pieces: list[str], limit: int) -> list[str]:
     longer than ``limit`` is a run of its own). The run's estimate is kept from its counts,
     so a long unpunctuated text is cut in one pass."""
     out: list[str] = []
-    current: list[str] = []
-    run_pieces = run_chars = 0
-    for piece in pieces:
+    most_pieces, most_chars = within(limit)
+    start = run_pieces = run_chars = 0
+    for i, piece in enumerate(pieces):
         piece_pieces, piece_chars = counts(piece)
-        if current and estimate_counts(run_pieces + piece_pieces,
-                                       run_chars + 1 + piece_chars) > limit:
-            out.append(" ".join(current))
-            current = []
-            run_pieces = run_chars = 0
-        run_chars += piece_chars + (1 if current else 0)
+        if i > start and (run_pieces + piece_pieces > most_pieces
+                          or run_chars + 1 + piece_chars > most_chars):
+            out.append(" ".join(pieces[start:i]))
+            start, run_pieces, run_chars = i, 0, 0
+        run_chars += piece_chars + (1 if i > start else 0)
         run_pieces += piece_pieces
-        current.append(piece)
-    if current:
-        out.append(" ".join(current))
+    if start < len(pieces):
+        out.append(" ".join(pieces[start:]))
     return out
 
 

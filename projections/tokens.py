@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 _PIECES = re.compile(r"\w+|[^\w\s]")
 WORD_FACTOR = 1.2
@@ -27,10 +28,26 @@ def estimate(text: str) -> int:
 def counts(text: str) -> tuple[int, int]:
     """``text``'s (pieces, characters): the two measures :func:`estimate` takes. Both add up
     over texts joined by a space (one character more per space), so a growing run of words
-    is estimated without re-reading it."""
+    is estimated without re-reading it. A word of letters and digits alone is one piece
+    (``\\w`` is what ``str.isalnum`` holds true, and the test for it is faster)."""
+    if text.isalnum():
+        return 1, len(text)
     return len(_PIECES.findall(text)), len(text)
 
 
 def estimate_counts(pieces: int, chars: int) -> int:
     """:func:`estimate` of a non-empty text with these :func:`counts`."""
     return max(math.ceil(WORD_FACTOR * pieces), math.ceil(chars / CHARS_PER_TOKEN)) + 1
+
+
+@lru_cache(maxsize=64)
+def within(limit: int) -> tuple[int, int]:
+    """The most pieces and the most characters a text estimated at ``limit`` tokens or fewer
+    may have: :func:`estimate_counts` is at most ``limit`` exactly when neither is passed
+    (each of its two terms grows with its own count alone)."""
+    pieces = chars = 0
+    while estimate_counts(pieces + 1, 0) <= limit:
+        pieces += 1
+    while estimate_counts(0, chars + 1) <= limit:
+        chars += 1
+    return pieces, chars

@@ -20,7 +20,7 @@ from projections.passages import (
     sentences,
 )
 from projections.recall import recall
-from projections.tokens import counts, estimate, estimate_counts
+from projections.tokens import _PIECES, counts, estimate, estimate_counts, within
 
 LONG_REPLY = (
     "I'm happy to help you with that! Losing a favourite necklace is frustrating.\n\n"
@@ -72,6 +72,25 @@ def test_a_runs_estimate_adds_up_from_its_pieces_counts(pieces: list[str]) -> No
     joined_pieces = sum(p for p, _ in found)
     joined_chars = sum(c for _, c in found) + len(pieces) - 1
     assert estimate_counts(joined_pieces, joined_chars) == estimate(" ".join(pieces))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text() | st.text(alphabet=st.characters(categories=["L", "N", "Pc"])))
+def test_a_texts_pieces_are_counted_as_the_pattern_finds_them(text: str) -> None:
+    """A word of letters and digits is counted without the pattern (one piece): the count
+    is still the pattern's, for any text (digits and letters of any script, "_", "²")."""
+    assert counts(text) == (len(_PIECES.findall(text)), len(text))
+
+
+def test_a_runs_limit_is_a_most_pieces_and_a_most_characters() -> None:
+    """Runs are cut at the counts :func:`within` gives: the estimate is within a limit
+    exactly when neither is passed."""
+    for limit in range(1, 130):
+        most_pieces, most_chars = within(limit)
+        for pieces in range(most_pieces + 3):
+            for chars in range(most_chars + 3):
+                assert (estimate_counts(pieces, chars) <= limit) == (
+                    pieces <= most_pieces and chars <= most_chars), (limit, pieces, chars)
 
 
 def test_a_long_turn_is_indexed_as_passages_with_its_ref(log: EventLog) -> None:

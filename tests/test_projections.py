@@ -9,7 +9,8 @@ import pytest
 from events import EventLog, Home, RecordedEvent
 from events.transcript import import_file
 from events.types import Remembered, SessionStarted, UserTurn
-from projections import ProjectionStore, TurnsProjector, all_projectors
+from projections import ProjectionStore, TurnsProjector, all_projectors, items
+from projections.passages import passages
 from projections.turns import search_turns
 
 from .conftest import make_turns, write_transcript
@@ -83,6 +84,38 @@ def test_rebuild_and_digest_are_deterministic(log: EventLog, store: ProjectionSt
         assert scratch.digest("turns") == live
     store.db.execute("UPDATE turns SET text = 'tampered' WHERE seq = 5")
     assert store.digest("turns") != live
+
+
+def test_catching_all_up_reads_each_batch_of_the_log_once(
+        log: EventLog, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All projections catch up a batch each in turn, those at the same position sharing one
+    read of the log: 8 projections over 3 batches read it 4 times (the last finds nothing),
+    not 32; and a turn's passages, which the search and the vector index both take, are cut
+    once. The result is what each catching up on its own makes."""
+    import_file(log, write_transcript(tmp_path / "t.jsonl", make_turns(25)))
+    cut: list[str] = []
+    monkeypatch.setattr(items, "passages", lambda text: cut.append(text) or passages(text))
+    items.scrubbed_passages.cache_clear()
+    total = len(log.read())     # the turns, and the import's session events
+    assert 20 < total <= 30
+    reads: list[int] = []
+    original = log.read
+
+    def read(after: int = 0, limit: int | None = None, **kw):  # type: ignore[no-untyped-def]
+        reads.append(after)
+        return original(after, limit, **kw)
+
+    log.read = read  # type: ignore[method-assign]
+    with ProjectionStore(Home(tmp_path / "together"), log, all_projectors()) as together:
+        moved = together.catch_up_all(batch_size=10)
+        assert reads == [0, 10, 20, total] and set(moved.values()) == {total}
+        assert len(cut) == len(set(cut)) == 25
+        log.read = original  # type: ignore[method-assign]
+        with ProjectionStore(Home(tmp_path / "apart"), log, all_projectors()) as apart:
+            for name in apart.projectors:
+                apart.catch_up(name, batch_size=10)
+            for name in apart.projectors:
+                assert together.digest(name) == apart.digest(name), name
 
 
 def test_a_new_projector_version_rebuilds_on_catch_up(log: EventLog, store: ProjectionStore,
