@@ -174,6 +174,20 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
     return text
 
 
+# Words that lean on what was said before them ("The user also loves …", "… has actually
+# been …", "… already has …", "Tim loves traveling too.", "… allergic to cockroaches as
+# well"): a line of MEMORY.md is read without that conversation. "But also" stays ("not
+# only … but also"), and so do "too" before a word ("too busy") and "as well as".
+_LEANING = re.compile(r"(?<!\bbut)\s+(?:also|actually|already)\b(?=\s)"
+                      r"|,?\s+(?:too|as well)\b(?=\s*(?:[.!;]|$))", re.IGNORECASE)
+
+
+def without_leaning(line: str) -> str:
+    """``line`` without the words that lean on an earlier turn (see :data:`_LEANING`):
+    "Tim also loves traveling too." → "Tim loves traveling."."""
+    return _LEANING.sub("", line)
+
+
 # Once a line has opened with the user as its subject, a later "the user's" reads "their"
 # and "the user" after a preposition "them" ("The user always carries their EpiPen with
 # them"): only for "the user", whose pronoun is known, not a name, and not in a line about

@@ -202,6 +202,10 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
     ({"content": "The user loves cooking with the user's partner, so that's a plus."},
      "- The user loves cooking with the user's partner.",
      "- The user loves cooking with their partner."),
+    # written before a line left out the words that lean on the conversation
+    ({"content": "The user also loves cooking with the user's partner too."},
+     "- The user also loves cooking with their partner too.",
+     "- The user loves cooking with their partner."),
     # written before a value's line ended before a sentence that only comments
     ({"subject": "john|hobby",
       "content": "Anyway, John loves climbing. It's an awesome way to connect."},

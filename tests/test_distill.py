@@ -816,6 +816,30 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
 
 
 @pytest.mark.parametrize(("line", "read"), [
+    ("The user also loves Rick Rubin's approach to production.",
+     "The user loves Rick Rubin's approach to production."),
+    ("The user has actually been taking tennis lessons.",
+     "The user has been taking tennis lessons."),
+    ("The user already has a Zumba class on Mondays.", "The user has a Zumba class on Mondays."),
+    ("Tim loves traveling too.", "Tim loves traveling."),
+    ("Joanna is allergic to cockroaches as well.", "Joanna is allergic to cockroaches."),
+    ("Nate loves coconut milk, but Nate also enjoys chocolate, too.",
+     "Nate loves coconut milk, but Nate enjoys chocolate."),
+    # what does not lean on anything stays
+    ("The user is too busy to cook.", "The user is too busy to cook."),
+    ("Maya likes not only tea but also coffee.", "Maya likes not only tea but also coffee."),
+    ("Maya likes tea as well as coffee.", "Maya likes tea as well as coffee."),
+])
+def test_a_line_leaves_out_the_words_that_lean_on_the_conversation(line: str,
+                                                                   read: str) -> None:
+    """A MEMORY.md line is read without the turns before it: "also", "too", "as well",
+    "actually" and "already" point back to them."""
+    from projections.readable import without_leaning
+
+    assert without_leaning(line) == read
+
+
+@pytest.mark.parametrize(("line", "read"), [
     ("The user has been tracking the user's food intake.",
      "The user has been tracking their food intake."),
     ("The user always carries the user's EpiPen with the user.",

@@ -55,6 +55,7 @@ from projections.readable import (
     self_contained,
     without_comments,
     without_discourse,
+    without_leaning,
 )
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
 from projections.secrets import scrub
@@ -360,9 +361,16 @@ def statement_of(memory: Memory) -> str:
     (:func:`projections.readable.without_comments`: "It's an awesome way to connect"), a
     reason or relative clause ("…, because Maya is allergic to shellfish"). A line that
     points out of itself past its first clause (:func:`projections.readable.points_out`) is
-    cut before the clause that does, when what is left reads on its own."""
+    cut before the clause that does, when what is left reads on its own. Words that lean
+    on the conversation go (:func:`projections.readable.without_leaning`: "also", "too")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
+    return without_leaning(_stated(memory))
+
+
+def _stated(memory: Memory) -> str:
+    """A mined memory's line as :func:`statement_of` wrote it before it left out the words
+    that lean on the conversation."""
     line = _mined_statement(memory)
     if points_out(line) and not points_out(head := _first_clause(line)):
         line = head       # "Nate is a big fan of Nintendo games, and … play this one …"
@@ -577,12 +585,14 @@ def _lasting(memory: Memory, names: frozenset[str]) -> bool:
 def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     """How earlier versions wrote a memory's line: its whole text, its first sentence, all
     its sentences without a discourse marker (comments too), its statement naming the user
-    wherever it does, its first main clause with a headline before "the user" kept."""
+    wherever it does, its first main clause with a headline before "the user" kept, its
+    line with the words that lean on the conversation."""
     text = without_lead_in(_plain(memory.content))
-    named = _mined_statement(memory) if memory.source not in NOT_MINED else text
+    mined = memory.source not in NOT_MINED
+    named = _mined_statement(memory) if mined else text
     headline = main_clause(first_sentence(_plain(memory.content)))   # "Big news: the user …"
     return (memory.content, text, first_sentence(text), without_discourse(text), named,
-            headline)
+            headline, _stated(memory) if mined else text)
 
 
 def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
