@@ -72,7 +72,8 @@ def replay(home: Home, *, batch_size: int = DEFAULT_BATCH,
                                  defer_files=True) as fresh:
                 with progress(log.head() * len(fresh.projectors), "Replaying") as step:
                     for name in fresh.projectors:
-                        fresh.rebuild(name, batch_size=batch_size, progress=step)
+                        fresh.reset(name)
+                    fresh.catch_up_all(batch_size=batch_size, progress=step)
             broken = _install(home, fresh_path)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
