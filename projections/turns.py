@@ -16,8 +16,7 @@ from events.types import TURNS, AssistantTurn, MemoryForgotten, UserTurn
 
 from .engine import Projector
 from .fts import match_any
-from .items import forget_keys
-from .secrets import scrub
+from .items import forget_keys, scrubbed_passages
 
 
 class TurnsProjector(Projector):
@@ -54,8 +53,9 @@ class TurnsProjector(Projector):
 
     def _add(self, db: sqlite3.Connection, event: RecordedEvent,
              turn: UserTurn | AssistantTurn) -> None:
+        text, _ = scrubbed_passages(turn.text)   # the search and vector indexes' next
         row = (event.seq, event.id, turn.session, ROLES_BY_TYPE[event.type], turn.name,
-               scrub(turn.text), event.occurred_at, event.ref)
+               text, event.occurred_at, event.ref)
         inserted = db.execute(
             "INSERT OR IGNORE INTO turns (seq, event_id, session, role, name, text, at, ref)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row,
