@@ -114,7 +114,8 @@ def without_comments(statement: str) -> str:
 _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|actually|also"
                         r"|additionally|in addition|moreover|furthermore|however|of course"
                         r"|anyway|anyways|well|oh|so|plus|besides|by the way|btw|on (?:another"
-                        r"|a (?:different|side|related)) note|speaking of [^,.!?]{1,40}"
+                        r"|a (?:different|side|related)) note|(?:speaking of|as for)"
+                        r" [^,.!?]{1,40}"
                         r"|as (?:the user"
                         r"|i|[A-Z][\w'’-]*) (?:mentioned|said)(?: (?:earlier|before))?)\s*,\s+"
                         r"(?=\S)", re.IGNORECASE)
@@ -131,6 +132,10 @@ _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:woul
           r"|’d like|wants? to|needs? (?:some|a|an|to|help|advice)\b|thinks?|wonders?|hopes? to"
           r"|(?:is|was) (?:not sure|wondering|looking|interested|excited|hoping|trying to"
           r" (?:decide|figure))|has been meaning)\b"
+          # a question put to the other side, its subject left out ("… in June and was
+          # wondering what the weather is like")
+          r"|,?\s+and (?:(?:also|really|just) )*(?:(?:is|was) wondering|wonders?"
+          r"|would like to know|wants? to know)\b"
           r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b"
           r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the(?! user)|what"
           r"|how)\b")

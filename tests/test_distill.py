@@ -799,6 +799,10 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "The user meditates for 10 minutes every morning."),
     ("Speaking of running, the user runs at least 3 times a week.",
      "The user runs at least 3 times a week."),   # the topic a turn moved on from
+    ("As for siblings, the user has a brother in Leeds.", "The user has a brother in Leeds."),
+    ("As of 2023, the user lives in Leeds.", "As of 2023, the user lives in Leeds."),
+    ("The user is planning a trip to Tokyo in June and was wondering what the weather is "
+     "like.", "The user is planning a trip to Tokyo in June."),   # a question put to them
     ("Of course, Nate loves his turtles.", "Nate loves his turtles."),
     # an opening about the conversation itself; a realization is a fact
     ("Let the user start with the news: the user's sister just had a baby.",
