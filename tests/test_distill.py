@@ -925,6 +925,36 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
         "Joanna can't have dairy."
 
 
+@pytest.mark.parametrize(("statement", "subject", "value"), [
+    # a happening the classifier read a value into: it names no change, no state and not
+    # what the attribute is
+    ("The user accidentally bumped into Alex, a software engineer, on the escalator on 10 "
+     "March 2023.", "the user|partner", False),
+    ("John had to reach out to several businesses, but it paid off.", "john|employer", False),
+    ("The user worked as a marketing specialist before quitting the job.", "the user|employer",
+     False),
+    # a happening that sets the value, or goes on to it, or is of what it names
+    ("The user got a new bike on 28 May 2023.", "the user|bike", True),
+    ("Maria adopted a puppy around 28 July 2023.", "maria|dog", True),
+    ("Joanna found out recently Joanna is allergic to cockroaches.", "joanna|allergy", True),
+    ("The user celebrated 3 years at XYZ Corp, where the user works as an analyst.",
+     "the user|job", True),
+    ("Ravi gave the hamster a new name. Everyone calls him Pudding now.", "ravi|hamster",
+     True),
+    ("Sofia's allergy to cats flared up again.", "sofia|allergy", True),
+    ("Elena's parrot, Otis, chewed through a slipper again.", "elena|bird", True),
+])
+def test_a_happening_sets_a_value_only_when_it_says_one(statement: str, subject: str,
+                                                        value: bool) -> None:
+    """A past or dated statement is a current value (MEMORY.md's profile, a conflict in the
+    dream) when it says a change, goes on to a state or names what the attribute is: else
+    it is one happening, which the journal keeps."""
+    from workers.mining.values import states_a_value
+
+    names = frozenset({"the", "john", "maria", "joanna", "ravi", "sofia", "elena"})
+    assert states_a_value(mined_line(statement, subject), names) is value
+
+
 @pytest.mark.parametrize(("statement", "profile"), [
     ("Ravi adopted a parrot called Noodle.", True),
     ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first

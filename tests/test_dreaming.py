@@ -78,6 +78,18 @@ def test_the_fact_said_last_wins_a_conflict_and_only_it_is_recalled(home: Home) 
     assert [i.id for i in hits.items if i.source == "workspace_profile"] == ["new"]
 
 
+def test_a_happening_that_sets_nothing_replaces_no_value(home: Home) -> None:
+    """A meeting the classifier took for a partner is no partner: the one said before stays
+    current, in the memories and in MEMORY.md."""
+    with EventLog(home.events_db) as log:
+        mined(log, T0, m("sam", "Maya's partner is called Sam.", subject="maya|partner"))
+        mined(log, T0 + 9 * DAY, m("alex", "Maya bumped into Alex, a software engineer, on "
+                                           "the escalator at the station.",
+                                   subject="maya|partner"))
+    assert dream(home, now=T0 + 10 * DAY).superseded == 0
+    assert {"sam", "alex"} <= set(active(home))
+
+
 def test_a_second_hobby_adds_and_only_an_announced_change_replaces(home: Home) -> None:
     """Hobbies and pets are held several at once: a newer one replaces the older only when
     its statement says so; an allergy is never replaced by a newer one."""

@@ -428,6 +428,19 @@ _KIND_OF = {word: kind for attribute in ATTRIBUTES for kind, words in attribute.
             for word in words}
 
 
+def names_the_attribute(subject: str, statement: str) -> bool:
+    """Whether ``statement`` says the word of its subject key's label ("sofia|allergy":
+    "… allergy …") or of one of its kinds ("elena|pet": "… parrot …")."""
+    label = subject.rpartition("|")[2]
+    attribute = _BY_LABEL.get(label)
+    kinds = attribute.kinds if attribute else ()
+    whole = attribute is not None and label == attribute.label
+    words = {label, *(w for kind, kind_words in kinds if whole or label == kind
+                      for w in (kind, *kind_words))}
+    low = statement.casefold()
+    return any(re.search(rf"\b{re.escape(word)}s?\b", low) for word in words if word)
+
+
 def named_kind(subject: str) -> str:
     """A pattern's naming subject ("maya|boat name": "my boat is called Curlew") as the kind
     it names ("maya|boat"), the label the classifier gives a statement about that kind ("I

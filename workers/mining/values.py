@@ -6,9 +6,10 @@ never replaces one.
 A statement with a subject key (:mod:`.attributes`) says its person's current value when
 it reads on its own, names its person, in its first clause, as the one who does or is
 something, and is no intention, need, hearsay, guess, tally "so far", nor — of a taste —
-one happening; nor does its first clause (after an opening subordinate one: "Since …, the
-user is hoping to …") say what would be, a problem of the moment or what was done before. A
-person's own note or a detected fact always does.
+one happening, nor — of a state — a happening that sets nothing; nor does its first clause
+(after an opening subordinate one: "Since …, the user is hoping to …") say what would be, a
+problem of the moment or what was done before. A person's own note or a detected fact
+always does.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from projections import ProjectionStore
 from projections.memories import NOT_MINED, Memory
 from projections.readable import NEXT_CLAUSE, first_sentence, self_contained, without_opening
 
-from .attributes import is_taste, takes_up
+from .attributes import is_taste, names_the_attribute, takes_up
 from .statements import is_event
 
 # a short headline before a colon, then the statement ("Big news: Maya moved …"); not
@@ -99,8 +100,9 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     bare = without_opening(without_lead_in(memory.content))
     # read as written and from where it names its person ("Back to refill options - the
     # user will …")
-    return not any(_says_no_value(text, memory.subject)
-                   for text in {bare, from_its_person(bare, names), after_subordinate(bare)})
+    return not (sets_nothing(memory.subject, without_lead_in(memory.content))
+                or any(_says_no_value(text, memory.subject)
+                       for text in {bare, from_its_person(bare, names), after_subordinate(bare)}))
 
 
 def _says_no_value(text: str, subject: str) -> bool:
@@ -145,6 +147,32 @@ def happened_once(subject: str, statement: str) -> bool:
     that takes up, drops or changes no taste (:func:`.attributes.takes_up`: "… took up
     climbing", "… switched to decaf" stay)."""
     return is_taste(subject) and is_event(statement) and not takes_up(statement)
+
+
+# A happening sets a value when it says the change — got, moved, adopted, started,
+# graduated, found out — or goes on to the state it left ("… found out Joanna is allergic
+# to cockroaches", "… celebrated 3 years at XYZ Corp, where the user works as an analyst")
+_SETS = re.compile(r"\b(?:got|bought|purchased|adopted|rescued|moved|relocated|started|began"
+                   r"|took up|joined|switched|changed|married|engaged|graduated|enrolled"
+                   r"|hired|retired|quit|sold|lost|broke up|divorced|signed up|became|named"
+                   r"|renamed|found out|learned|realized|discovered)\b", re.IGNORECASE)
+_STATE = re.compile(r"\b(?:is|are|am|has|have|works|lives|owns)\b", re.IGNORECASE)
+
+
+def sets_nothing(subject: str, statement: str) -> bool:
+    """Whether ``statement``, the current value of a state (home, job, pet, partner …: not
+    a taste, which :func:`happened_once` reads), tells of one happening (its first
+    sentence) that nowhere says a change (:data:`_SETS`, :func:`.attributes.takes_up`: "…
+    gave the hamster a new name. Everyone calls him Pudding now.") nor a state: what the
+    classifier read a value into ("… bumped into Alex, a software engineer, on the
+    escalator" as a partner, "… had to reach out to several businesses" as an employer, "…
+    worked as a marketing specialist before quitting the job", a job no longer held). A
+    happening of what it names says it is there (:func:`.attributes.names_the_attribute`:
+    "Sofia's allergy to cats flared up again", "Elena's parrot chewed through a slipper").
+    """
+    return not is_taste(subject) and is_event(first_sentence(statement)) \
+        and not (_SETS.search(statement) or _STATE.search(statement) or takes_up(statement)
+                 or names_the_attribute(subject, statement))
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
