@@ -53,7 +53,7 @@ class TurnsProjector(Projector):
 
     def _add(self, db: sqlite3.Connection, event: RecordedEvent,
              turn: UserTurn | AssistantTurn) -> None:
-        text, _ = scrubbed_passages(turn.text)   # the search and vector indexes' next
+        text, _ = scrubbed_passages(turn.text)   # cached: the search and vector indexes ask next
         row = (event.seq, event.id, turn.session, ROLES_BY_TYPE[event.type], turn.name,
                text, event.occurred_at, event.ref)
         inserted = db.execute(
