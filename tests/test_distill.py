@@ -955,6 +955,24 @@ def test_a_happening_sets_a_value_only_when_it_says_one(statement: str, subject:
     assert states_a_value(mined_line(statement, subject), names) is value
 
 
+@pytest.mark.parametrize(("statement", "subject", "value"), [
+    # an interest in a thing is no holding of it; of a taste it is the value
+    ("The user is interested in the Thule Evo 2 Bike Carrier.", "the user|bike", False),
+    ("Ravi is really interested in the new Pixel phone.", "ravi|phone", False),
+    ("Ravi is particularly interested in jazz piano.", "ravi|hobby", True),
+    ("The user has a Trek FX 3 hybrid bike.", "the user|bike", True),
+])
+def test_an_interest_in_a_thing_is_no_current_value_of_it(statement: str, subject: str,
+                                                          value: bool) -> None:
+    """Nor MEMORY.md's profile nor a conflict in the dream takes an interest in a thing
+    ("… is interested in the Thule … Bike Carrier" is no bike) for a current value; of a
+    taste it is one."""
+    from workers.mining.values import states_a_value
+
+    names = frozenset({"the", "ravi"})
+    assert states_a_value(mined_line(statement, subject), names) is value
+
+
 @pytest.mark.parametrize(("statement", "profile"), [
     ("Ravi adopted a parrot called Noodle.", True),
     ("Say hello to Hazel, the parrot Ravi adopted on Saturday.", True),  # a doer, not first

@@ -5,8 +5,9 @@ never replaces one.
 
 A statement with a subject key (:mod:`.attributes`) says its person's current value when
 it reads on its own, names its person, in its first clause, as the one who does or is
-something, and is no intention, need, hearsay, guess, tally "so far", nor — of a taste —
-one happening, nor — of a state — a happening that sets nothing; nor does its first clause
+something, and is no intention, need, hearsay, guess, tally "so far", interest in what is
+no taste ("… is interested in the Thule bike carrier" is no bike), nor — of a taste — one
+happening, nor — of a state — a happening that sets nothing; nor does its first clause
 (after an opening subordinate one: "Since …, the user is hoping to …") say what would be, a
 problem of the moment or what was done before. A person's own note or a detected fact
 always does.
@@ -84,6 +85,12 @@ NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|ha
                    r"|never knew)\b")
 
 
+# An interest in a thing is no holding of it ("The user is interested in the Thule Evo 2
+# Bike Carrier" is no bike); of a taste it is the value ("… is interested in jazz")
+INTERESTED = re.compile(WHO + rf"(?:is|are) {_ADVERBS}(?:(?:very|particularly|quite) )?"
+                        r"interested in\b")
+
+
 def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     """Whether ``memory``, which has a subject key, says its person's current value (see
     the module doc). ``names``: the home's speakers (:func:`speaker_names`); when given,
@@ -106,11 +113,13 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
 
 
 def _says_no_value(text: str, subject: str) -> bool:
-    """An intention, a need, a guess, a tally "so far", one happening of a taste, or a
-    first clause that says what would be, a problem or what was done before."""
+    """An intention, a need, an interest in what is no taste, a guess, a tally "so far",
+    one happening of a taste, or a first clause that says what would be, a problem or what
+    was done before."""
     first = first_sentence(text)
     clause = re.split(r"[,;]|\s(?:and|but|so)\s", first, maxsplit=1)[0]
     return bool(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
+                or (INTERESTED.match(text) and not is_taste(subject))
                 or SO_FAR.search(first) or happened_once(subject, first)
                 or any(passing.search(clause) for passing in _NOT_NOW))
 
