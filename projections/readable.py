@@ -181,10 +181,11 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
 
 # Words that lean on what was said before them ("The user also loves …", "… has actually
 # been …", "… already has …", "Tim loves traveling too.", "… allergic to cockroaches as
-# well"): a line of MEMORY.md is read without that conversation. "But also" stays ("not
-# only … but also"), and so do "too" before a word ("too busy") and "as well as".
+# well", "… their gas mileage too, and …"): a line of MEMORY.md is read without that
+# conversation. "But also" stays ("not only … but also"), and so do "too" before a word
+# ("too busy") and "as well as".
 _LEANING = re.compile(r"(?<!\bbut)\s+(?:also|actually|already)\b(?=\s)"
-                      r"|,?\s+(?:too|as well)\b(?=\s*(?:[.!;]|$))", re.IGNORECASE)
+                      r"|,?\s+(?:too|as well)\b(?=\s*(?:[.!;,]|$))", re.IGNORECASE)
 
 
 def without_leaning(line: str) -> str:

@@ -829,6 +829,11 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
     ("Joanna is allergic to cockroaches as well.", "Joanna is allergic to cockroaches."),
     ("Nate loves coconut milk, but Nate also enjoys chocolate, too.",
      "Nate loves coconut milk, but Nate enjoys chocolate."),
+    # at a clause's end too
+    ("The user has been keeping track of their gas mileage too, and it is 32 mpg.",
+     "The user has been keeping track of their gas mileage, and it is 32 mpg."),
+    ("Joanna is allergic to cockroaches as well, so who knows.",
+     "Joanna is allergic to cockroaches, so who knows."),
     # what does not lean on anything stays
     ("The user is too busy to cook.", "The user is too busy to cook."),
     ("Maya likes not only tea but also coffee.", "Maya likes not only tea but also coffee."),
