@@ -146,6 +146,11 @@ def test_heuristic_subjects_make_a_move_supersede_an_old_home() -> None:
 
     assert subject_of(memory("Maya: I live in Berlin.")) == "maya|home"
     assert subject_of(memory("Maya: I've moved to Lisbon!")) == "maya|home"
+    # "I'm" and "I've" as people write them, either apostrophe
+    assert subject_of(memory("Maya: I've relocated to Porto for good.")) == "maya|home"
+    assert subject_of(memory("Maya: I’m living in Leeds.")) == "maya|home"
+    assert subject_of(memory("Maya: From Monday I'm working as a translator.")) == "maya|job"
+    assert subject_of(memory("Maya: I’m working for a bakery.")) == "maya|employer"
     assert subject_of(memory("I prefer tabs over spaces")) == \
         subject_of(memory("I prefer spaces over tabs")) == "user|prefers spaces tabs"
     assert subject_of(memory("Maya: I went to the zoo")) == ""

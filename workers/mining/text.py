@@ -147,11 +147,11 @@ def speaker_key(speaker: str) -> str:
 # (pattern over the lower-cased sentence, attribute); a group in the attribute is filled in
 _SUBJECTS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), a) for p, a in (
     (r"\bmy name is\b|\bi(?:'m| am) called\b|\bcall me\b", "name"),
-    (r"\bi (?:live|am living|'m living|now live) in\b|\bi(?:'ve| have)? (?:just )?moved to\b"
-     r"|\bi relocated to\b|\bmy home is in\b", "home"),
-    (r"\bi (?:work|am working|'m working) (?:at|for)\b|\bi(?:'m| am) employed (?:at|by)\b"
+    (r"\bi(?: live| am living|'m living| now live) in\b"
+     r"|\bi(?:'ve| have)? (?:just )?(?:moved|relocated) to\b|\bmy home is in\b", "home"),
+    (r"\bi(?: work|'m working| am working) (?:at|for)\b|\bi(?:'m| am) employed (?:at|by)\b"
      r"|\bmy employer is\b", "employer"),
-    (r"\bi (?:work|am working|'m working) as\b|\bmy job is\b|\bmy role is\b", "job"),
+    (r"\bi(?: work|'m working| am working) as\b|\bmy job is\b|\bmy role is\b", "job"),
     (r"\bmy fav(?:ou?rite)? ([a-z]+(?: [a-z]+)?) is\b", "favourite {0}"),
     (r"\bmy ([a-z]+)(?:'s| is) (?:name is|called|named)\b", "{0} name"),
     (r"\bmy (editor|shell|terminal|browser|laptop|phone|os|distro|keyboard) is\b", "{0}"),
@@ -162,7 +162,7 @@ _PREFER = re.compile(r"\bi (?:now )?prefer (.+)")
 
 def subject_key(sentence: str, speaker: str = "") -> str:
     """``who|attribute`` for a single-valued attribute the sentence sets, else ""."""
-    low = sentence.casefold()
+    low = sentence.casefold().replace("’", "'")
     for pattern, attribute in _SUBJECTS:
         found = pattern.search(low)
         if found:
