@@ -87,7 +87,7 @@ NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|ha
 
 # An interest in a thing is no holding of it ("The user is interested in the Thule Evo 2
 # Bike Carrier" is no bike); of a taste it is the value ("… is interested in jazz")
-INTERESTED = re.compile(WHO + rf"(?:is|are) {_ADVERBS}(?:(?:very|particularly|quite) )?"
+INTERESTED = re.compile(WHO + rf"(?:is|are) {_ADVERBS}(?:(?:particularly|quite) )?"
                         r"interested in\b")
 
 
