@@ -35,7 +35,7 @@ from projections.passages import sentences as split_sentences
 from projections.relative_time import MONTH_NAME, resolve
 
 from .chunks import Turn
-from .text import GENERIC_SPEAKERS, content_words
+from .text import GENERIC_SPEAKERS, content_words, folded
 
 MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
@@ -150,7 +150,7 @@ def sentences(text: str) -> list[str]:
 def is_disclosure(sentence: str) -> bool:
     """Whether a sentence tells something about its speaker (see the module doc); a lead
     of interjections ("Oh wow, yeah I moved …") does not count."""
-    low = _LEAD.sub("", sentence.casefold().replace("’", "'"))
+    low = _LEAD.sub("", folded(sentence))
     if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
         return False
     if _tells_nothing(low) or _ELLIPSIS.search(low):
@@ -284,7 +284,7 @@ def _follows(sentence: str) -> bool:
     """Whether a sentence that is no disclosure itself goes on with the one before ("We
     renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
     reaction, talk about the listener or about a "we" that is not the speaker."""
-    low = sentence.casefold().replace("’", "'")
+    low = folded(sentence)
     return not (sentence.endswith("?") or _tells_nothing(low)) \
         and len(content_words(sentence)) >= MIN_CONTENT_WORDS
 

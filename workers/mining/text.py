@@ -37,10 +37,16 @@ def normal(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
+def folded(text: str) -> str:
+    """``text`` as the patterns read it: lower-cased, with a straight apostrophe ("I’m" →
+    "i'm")."""
+    return text.casefold().replace("’", "'")
+
+
 def content_words(text: str) -> list[str]:
     """Words that carry meaning, in order (no stopwords, no one-letter pieces)."""
     words: list[str] = []
-    for word in _WORD.findall(text.casefold().replace("’", "'")):
+    for word in _WORD.findall(folded(text)):
         word = word.strip("'-")
         if word.endswith("'s"):
             word = word[:-2]
@@ -162,7 +168,7 @@ _PREFER = re.compile(r"\bi (?:now )?prefer (.+)")
 
 def subject_key(sentence: str, speaker: str = "") -> str:
     """``who|attribute`` for a single-valued attribute the sentence sets, else ""."""
-    low = sentence.casefold().replace("’", "'")
+    low = folded(sentence)
     for pattern, attribute in _SUBJECTS:
         found = pattern.search(low)
         if found:
