@@ -27,12 +27,13 @@ TITLE = "# Memory"   # the first line consolidation writes
 CAP = 12_288
 MARKER = "[… MEMORY.md truncated at {cap} characters]"
 Mark = tuple[int, str]
-# a current value's line ends with the day it holds from: "… lives in Leeds (since 3 May 2026)"
-_SINCE = re.compile(r" \(since \d{1,2} \w+ \d{4}\)$")
+# a current value's line ends with the day it holds from: "… lives in Leeds (since 3 May 2026)";
+# what is about to happen, with the day it was said: "… is moving soon (said 3 May 2026)"
+_SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)$")
 
 
 def without_since(line: str) -> str:
-    """A MEMORY.md line without its "(since DATE)"."""
+    """A MEMORY.md line without its "(since DATE)" or "(said DATE)"."""
     return _SINCE.sub("", line)
 
 

@@ -173,8 +173,8 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
 
 
 def _bare(line: str) -> str:
-    """A bullet's statement as a memory says it: without the mark, "(since DATE)" and the
-    full stop, casefolded."""
+    """A bullet's statement as a memory says it: without the mark, "(since DATE)" or "(said
+    DATE)" and the full stop, casefolded."""
     return without_since(line.removeprefix("- ")).rstrip(". ").casefold()
 
 

@@ -914,6 +914,27 @@ def test_only_a_current_value_s_line_says_since_when() -> None:
         " in together."
 
 
+def test_what_is_about_to_happen_says_when_it_was_said() -> None:
+    """"Soon" holds from the day it was last said; "(since …)" would read as a move made."""
+    import dataclasses
+
+    from workers.consolidation.consolidate import bare, bullet_of
+
+    move = mined_line("The user is moving to Melbourne soon.", "user|home",
+                      at="2023-05-20T10:00:00Z")
+    names = frozenset({"the"})
+    assert bullet_of(move, names) == "The user is moving to Melbourne soon (said 20 May 2023)"
+    again = dataclasses.replace(move, last_seen="2023-05-27T10:00:00Z")
+    assert bullet_of(again, names) == "The user is moving to Melbourne soon (said 27 May 2023)"
+    assert bare(bullet_of(again, names)) == "The user is moving to Melbourne soon"
+    # a line that dates itself needs no day beside it; a later clause's "upcoming" is no news
+    dated = mined_line("The user is moving to Melbourne in June 2023.", "user|home")
+    assert bullet_of(dated, names) == "The user is moving to Melbourne in June 2023."
+    work = mined_line("Jon is working on Jon's business - rehearsing for an upcoming show.",
+                      "jon|job")
+    assert bullet_of(work, frozenset({"jon"})).endswith("(since 6 July 2023)")
+
+
 def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     """The classifier heard the attribute somewhere in the sentence: a reason or a relative
     clause may be where it is ("because Maya is allergic to shellfish"); a wish is not."""

@@ -397,16 +397,22 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
     was said ("since 7 March 2026"), unless the line dates itself: "… got a new puppy on
     February 10th (since 1 November 2023)" would read as two beginnings. A statement with
     a subject key that says no value ("… are planning to move in together", a relationship
-    line) gets none."""
+    line) gets none. What its first clause says is about to happen, undated (:data:`IMPENDING`)
+    gets the day it was last said instead: "The user is moving to Melbourne soon (said 27 May
+    2023)", not "(since …)", which would read as a move made."""
     text = statement_of(memory)
-    if memory.subject and memory.created_at and states_a_value(memory, names) \
-            and not periods(text):
+    if not memory.created_at or periods(text):
+        return text
+    if IMPENDING.search(text):
+        said = from_iso(memory.last_seen or memory.created_at).date()
+        return f"{text.rstrip('.')} (said {day_text(said)})"
+    if memory.subject and states_a_value(memory, names):
         text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     return text
 
 
 def bare(bullet: str) -> str:
-    """A line without its "(since …)"."""
+    """A line without its "(since …)" or "(said …)"."""
     return without_since(bullet)
 SYSTEM = ("You keep a person's long-term memory file tidy. You get the bullet points of one "
           "section. Merge bullets that say the same thing, drop repeats, keep every distinct "
