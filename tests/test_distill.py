@@ -935,6 +935,26 @@ def test_what_is_about_to_happen_says_when_it_was_said() -> None:
     assert bullet_of(work, frozenset({"jon"})).endswith("(since 6 July 2023)")
 
 
+def test_a_value_that_has_held_a_while_says_when_that_was_said() -> None:
+    """"For over 10 years (since 23 May 2023)" would date the teaching's first day."""
+    from workers.consolidation.consolidate import bullet_of
+
+    names = frozenset({"the"})
+    teaching = mined_line("The user has been teaching for over 10 years.", "user|job",
+                          at="2023-05-23T10:00:00Z")
+    assert bullet_of(teaching, names) == "The user has been teaching for over 10 years" \
+        " (said 23 May 2023)"
+    together = mined_line("The user and their partner have been together for a while.",
+                          "user|partner", at="2023-05-24T10:00:00Z")
+    assert bullet_of(together, names).endswith("for a while (said 24 May 2023)")
+    # a routine is no value: it says no day at all; a later clause's years are not its own
+    carries = mined_line("The user always carries their EpiPen.", type_="workflow")
+    assert bullet_of(carries, names) == "The user always carries their EpiPen."
+    moved = mined_line("The user moved to Leeds, where the user lived for two years as a kid.",
+                       "user|home")
+    assert bullet_of(moved, names).endswith("(since 6 July 2023)")
+
+
 def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     """The classifier heard the attribute somewhere in the sentence: a reason or a relative
     clause may be where it is ("because Maya is allergic to shellfish"); a wish is not."""

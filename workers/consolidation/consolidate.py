@@ -106,6 +106,15 @@ PHASE_DAYS = 90.0     # DreamingConfig.half_life_days' default
 IMPENDING = re.compile(r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?\b(?:soon|upcoming|coming up(?! with))\b",
                        re.IGNORECASE)
 _PASSING_OR_IMPENDING = re.compile(f"{PHASE.pattern}|{IMPENDING.pattern}", re.IGNORECASE)
+# … and what a first clause says has held a while already, counted from the day it was
+# said ("… has been teaching for over 10 years", "… have been together for a while",
+# "… has always liked turtles"): "(since …)" would read as its beginning
+_HELD_FOR = re.compile(
+    r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?\b(?:always|ever since|all (?:my|his|her|their) life"
+    r"|for (?:a (?:long |good )?while|ages|years|decades|(?:(?:over|more than|about|around"
+    r"|almost|nearly|the (?:past|last)) )?(?:a|an|one|two|three|four|five|six|seven|eight"
+    r"|nine|ten|a few|a couple of|several|many|\d+) (?:years?|months?|weeks?|decades?)))\b",
+    re.IGNORECASE)
 
 
 def section_for(memory: Memory, names: frozenset[str] = frozenset(),
@@ -397,18 +406,21 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
     was said ("since 7 March 2026"), unless the line dates itself: "… got a new puppy on
     February 10th (since 1 November 2023)" would read as two beginnings. A statement with
     a subject key that says no value ("… are planning to move in together", a relationship
-    line) gets none. What its first clause says is about to happen, undated (:data:`IMPENDING`)
-    gets the day it was last said instead: "The user is moving to Melbourne soon (said 27 May
-    2023)", not "(since …)", which would read as a move made."""
+    line) gets none. Any line whose first clause says what is about to happen, undated
+    (:data:`IMPENDING`), and a value's that says it has held a while (:data:`_HELD_FOR`),
+    gets the day it was last said instead: "The user is moving to Melbourne soon (said 27
+    May 2023)", "… has been teaching for over 10 years (said …)"; "(since …)" would read
+    as a move made, or as the teaching's first day."""
     text = statement_of(memory)
     if not memory.created_at or periods(text):
         return text
-    if IMPENDING.search(text):
+    impending = IMPENDING.search(text)
+    if not impending and not (memory.subject and states_a_value(memory, names)):
+        return text
+    if impending or _HELD_FOR.search(text):
         said = from_iso(memory.last_seen or memory.created_at).date()
         return f"{text.rstrip('.')} (said {day_text(said)})"
-    if memory.subject and states_a_value(memory, names):
-        text = f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
-    return text
+    return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
 
 
 def bare(bullet: str) -> str:
