@@ -211,7 +211,7 @@ def _without_empty_headings(text: str) -> str:
 
 def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
     """The refs of the active memories whose statements MEMORY.md's lines are (a line is
-    a memory's content, less its full stop, with "(since DATE)" for a current value):
+    a memory's content, less its full stop, maybe with "(since DATE)" or "(said DATE)"):
     what the block derives from."""
     lines = {_bare(line) for line in text.splitlines() if line.startswith("- ")}
     if not lines:
