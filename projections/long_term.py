@@ -28,7 +28,8 @@ CAP = 12_288
 MARKER = "[… MEMORY.md truncated at {cap} characters]"
 Mark = tuple[int, str]
 # a current value's line ends with the day it holds from: "… lives in Leeds (since 3 May 2026)";
-# what is about to happen, with the day it was said: "… is moving soon (said 3 May 2026)"
+# what is about to happen, or has held a while, with the day it was said: "… is moving
+# soon (said 3 May 2026)", "… has been teaching for years (said 3 May 2026)"
 _SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)$")
 
 
