@@ -99,18 +99,20 @@ ORDER = [PROFILE.section, THEMES, PEOPLE, PREFERENCE.section,
 PHASE = re.compile(r"\b(?:currently|lately|these days|right now|at the moment|at present"
                    r"|for now|for the time being)\b", re.IGNORECASE)
 PHASE_DAYS = 90.0     # DreamingConfig.half_life_days' default
+# what lies in a line's first clause: before its first mark or " - "
+_IN_FIRST_CLAUSE = r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?"
 # … and in any section, what its first clause says is about to happen, undated ("The
 # user is moving to Melbourne soon", "… has an upcoming show"; not "Jon is working on Jon's
 # business - rehearsing for an upcoming show", whose work goes on): it has happened, or
 # not, since
-IMPENDING = re.compile(r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?\b(?:soon|upcoming|coming up(?! with))\b",
+IMPENDING = re.compile(_IN_FIRST_CLAUSE + r"\b(?:soon|upcoming|coming up(?! with))\b",
                        re.IGNORECASE)
 _PASSING_OR_IMPENDING = re.compile(f"{PHASE.pattern}|{IMPENDING.pattern}", re.IGNORECASE)
 # … and what a first clause says has held a while already, counted from the day it was
 # said ("… has been teaching for over 10 years", "… have been together for a while",
 # "… has always liked turtles"): "(since …)" would read as its beginning
 _HELD_FOR = re.compile(
-    r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?\b(?:always|ever since|all (?:my|his|her|their) life"
+    _IN_FIRST_CLAUSE + r"\b(?:always|ever since|all (?:my|his|her|their) life"
     r"|for (?:a (?:long |good )?while|ages|years|decades|(?:(?:over|more than|about|around"
     r"|almost|nearly|the (?:past|last)) )?(?:a|an|one|two|three|four|five|six|seven|eight"
     r"|nine|ten|a few|a couple of|several|many|\d+) (?:years?|months?|weeks?|decades?)))\b",
