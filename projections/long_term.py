@@ -27,9 +27,9 @@ TITLE = "# Memory"   # the first line consolidation writes
 CAP = 12_288
 MARKER = "[… MEMORY.md truncated at {cap} characters]"
 Mark = tuple[int, str]
-# a current value's line ends with the day it holds from: "… lives in Leeds (since 3 May 2026)";
-# what is about to happen, or has held a while, with the day it was said: "… is moving
-# soon (said 3 May 2026)", "… has been teaching for years (said 3 May 2026)"
+# a current value's line ends with the day it began, when its line tells the change: "…
+# moved to Leeds (since 3 May 2026)"; else with the day it was said: "… is lactose
+# intolerant (said 3 May 2026)", "… is moving soon (said 3 May 2026)"
 _SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)$")
 
 

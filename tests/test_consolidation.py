@@ -11,6 +11,7 @@ from events import EventLog, Home
 from events.types import (
     FactsExtracted,
     LongTermRewritten,
+    MemoriesMerged,
     MemoriesMined,
     MemorySuperseded,
     Remembered,
@@ -137,7 +138,7 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
              "content": "Big news: the user moved from Porto to Lisbon."}]),
             stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
-    assert "- Ann lives in Oslo. The view is awesome (since 1 May 2024)" in memory_md(home)
+    assert "- Ann lives in Oslo. The view is awesome (said 1 May 2024)" in memory_md(home)
     assert "- The user loves hiking.\n" in memory_md(home) and "So fun" not in memory_md(home)
     assert "- Ann got hired as a nurse (since 1 May 2024)" in memory_md(home)   # no headline
     assert "- The user moved from Porto to Lisbon (since 1 May 2024)" in memory_md(home)
@@ -158,7 +159,7 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
              "content": "Ann prefers short answers with code first, by the way. Skip the "
                         "essay."}]), stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
-    assert "- Ann prefers short answers with code first (since 1 May 2024)\n" in \
+    assert "- Ann prefers short answers with code first (said 1 May 2024)\n" in \
         memory_md(home)
     with EventLog(home.events_db) as log:
         log.append(MemoriesMined(session="s2", model="heuristic", memories=[
@@ -169,6 +170,33 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
     consolidate(home, HEURISTIC)
     assert "Oslo" not in memory_md(home) and "Ann lives in Rome now (since" in memory_md(home)
     assert "hiking" not in memory_md(home)   # its line, cut, is still known as its
+
+
+def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> None:
+    """A value told in passing ("Ann drives a red hatchback") is dated by the day it was
+    said, unless dreaming found it replacing an older value (a conflict); a duplicate
+    merged into it replaced none."""
+    from workers.dreaming.dream import CONFLICT
+
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "old", "type": "user_preference", "subject": "ann|car",
+             "content": "Ann drives a blue estate."},
+            {"id": "new", "type": "user_preference", "subject": "ann|car",
+             "content": "Ann drives a red hatchback."},
+            {"id": "a1", "type": "user_preference", "subject": "ann|allergy",
+             "content": "Ann is allergic to shellfish."},
+            {"id": "a2", "type": "user_preference", "subject": "ann|allergy",
+             "content": "Ann is allergic to shellfish!"}]), stream="memory", occurred_at=T0)
+        log.append(MemorySuperseded(ids=["old"], by="new",
+                                    reason=f"{CONFLICT} 'ann|car': the fact said last wins"),
+                   stream="memory")
+        log.append(MemoriesMerged(ids=["a2"], into="a1", reason="duplicates (same text)"),
+                   stream="memory")
+    consolidate(home, HEURISTIC)
+    assert "- Ann drives a red hatchback (since 1 May 2024)\n" in memory_md(home)
+    assert "- Ann is allergic to shellfish (said 1 May 2024)\n" in memory_md(home)
+    assert "blue estate" not in memory_md(home)
 
 
 def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
@@ -182,7 +210,7 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
              "content": "The user loves drinking milk, so that's a plus."}]),
             stream="memory", occurred_at=T0)
     consolidate(home, HEURISTIC)
-    assert "- The user has a Honda Civic Si (since 1 May 2024)\n" in memory_md(home)
+    assert "- The user has a Honda Civic Si (said 1 May 2024)\n" in memory_md(home)
     assert "- The user loves drinking milk.\n" in memory_md(home)
     with EventLog(home.events_db) as log:   # as an earlier version wrote it
         log.append(LongTermRewritten(content=(
@@ -193,7 +221,7 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
     report = consolidate(home, HEURISTIC)
     assert report.changed and report.stale_dropped == 0
     assert memory_md(home) == ("# Memory\n\n## Profile\n- The user has a Honda Civic Si "
-                               "(since 1 May 2024)\n\n## Preferences\n- The user loves "
+                               "(said 1 May 2024)\n\n## Preferences\n- The user loves "
                                "drinking milk.\n- I keep my own line.\n")
 
 
@@ -210,7 +238,7 @@ def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:
     ({"subject": "john|hobby",
       "content": "Anyway, John loves climbing. It's an awesome way to connect."},
      "- John loves climbing. It's an awesome way to connect (since 1 May 2024)",
-     "- John loves climbing (since 1 May 2024)"),
+     "- John loves climbing (said 1 May 2024)"),   # told, not begun: "said"
 ])
 def test_a_line_an_earlier_version_wrote_otherwise_is_restated_once(
         home: Home, memory: dict, written: str, now: str) -> None:

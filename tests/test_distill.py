@@ -914,6 +914,33 @@ def test_only_a_current_value_s_line_says_since_when() -> None:
         " in together."
 
 
+@pytest.mark.parametrize(("said", "subject", "day"), [
+    ("Joanna is lactose intolerant.", "joanna|allergy", "said 9 July 2023"),
+    ("Melanie has got a pup and a kitty.", "melanie|dog", "said 9 July 2023"),
+    ("Jonas drives a red hatchback, it's noisy but reliable.", "jonas|car", "said 9 July 2023"),
+    ("Joanna found out Joanna is allergic to cockroaches.", "joanna|allergy",
+     "since 6 July 2023"),
+    ("Ravi adopted a rabbit called Pepper from the shelter.", "ravi|rabbit",
+     "since 6 July 2023"),
+    ("The user switched to green tea.", "user|drink", "since 6 July 2023"),
+    ("Tim is learning how to play the violin now.", "tim|hobby", "since 6 July 2023"),
+])
+def test_a_value_is_dated_since_only_when_it_began_then(said: str, subject: str,
+                                                        day: str) -> None:
+    """"Joanna is lactose intolerant (since 6 July 2023)" would read as the day it began;
+    told in passing, a value had held who knows how long: it is dated by the day it was
+    last said. A line that tells the change dates its beginning."""
+    import dataclasses
+
+    from workers.consolidation.consolidate import bullet_of
+
+    memory = dataclasses.replace(mined_line(said, subject), last_seen="2023-07-09T00:00:00Z")
+    names = frozenset({subject.partition("|")[0]})
+    assert bullet_of(memory, names) == f"{said.rstrip('.')} ({day})"
+    # a value that replaced an older one (dreaming's supersede on a conflict) began then
+    assert bullet_of(memory, names, replaced=True) == f"{said.rstrip('.')} (since 6 July 2023)"
+
+
 def test_what_is_about_to_happen_says_when_it_was_said() -> None:
     """"Soon" holds from the day it was last said; "(since …)" would read as a move made."""
     import dataclasses
@@ -930,7 +957,7 @@ def test_what_is_about_to_happen_says_when_it_was_said() -> None:
     # a line that dates itself needs no day beside it; a later clause's "upcoming" is no news
     dated = mined_line("The user is moving to Melbourne in June 2023.", "user|home")
     assert bullet_of(dated, names) == "The user is moving to Melbourne in June 2023."
-    work = mined_line("Jon is working on Jon's business - rehearsing for an upcoming show.",
+    work = mined_line("Jon started Jon's own business - rehearsing for an upcoming show.",
                       "jon|job")
     assert bullet_of(work, frozenset({"jon"})).endswith("(since 6 July 2023)")
 

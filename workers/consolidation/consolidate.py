@@ -62,7 +62,7 @@ from projections.secrets import scrub
 from projections.tokens import estimate
 from projections.when import last_day, periods
 
-from ..dreaming.dream import log_now
+from ..dreaming.dream import CONFLICT, log_now
 from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import is_taste
 from ..mining.candidates import HEURISTIC
@@ -75,6 +75,7 @@ from ..mining.values import (
     SO_FAR,
     WHO,
     first_word,
+    says_a_change,
     speaker_names,
     states_a_value,
     without_lead_in,
@@ -402,27 +403,34 @@ def _plain(content: str) -> str:
     return LIST_MARK.sub("", " ".join(scrub(content).split()))
 
 
-def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
+def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
+              replaced: bool = False) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
-    an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) the day it
-    was said ("since 7 March 2026"), unless the line dates itself: "… got a new puppy on
-    February 10th (since 1 November 2023)" would read as two beginnings. A statement with
-    a subject key that says no value ("… are planning to move in together", a relationship
-    line) gets none. Any line whose first clause says what is about to happen, undated
-    (:data:`IMPENDING`), and a value's that says it has held a while (:data:`_HELD_FOR`),
-    gets the day it was last said instead: "The user is moving to Melbourne soon (said 27
-    May 2023)", "… has been teaching for over 10 years (said …)"; "(since …)" would read
-    as a move made, or as the teaching's first day."""
+    an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) a day, unless
+    the line dates itself ("… got a new puppy on February 10th (since 1 November 2023)"
+    would read as two beginnings). The day it began, "(since 7 March 2026)", the day it was
+    first said, only when the value is known to have begun then: the line tells of the
+    change (:func:`..mining.values.says_a_change`: "… moved to Leeds", "… switched to
+    green tea") or the value ``replaced`` an older one (dreaming's supersede on a
+    conflict). Otherwise the value was told in passing, and had held for who knows how
+    long: "(said 17 April 2022)", the day it was last said ("Joanna is lactose intolerant
+    (since 17 April 2022)" would read as the day it began). So too, whatever the rest,
+    any line whose first clause says what is about to happen, undated (:data:`IMPENDING`:
+    "The user is moving to Melbourne soon (said 27 May 2023)", not a move made), and a
+    value's that says it has held a while (:data:`_HELD_FOR`: "… has been teaching for
+    over 10 years (said …)", not the teaching's first day). A statement with a subject key
+    that says no value ("… are planning to move in together", a relationship line) gets
+    no day."""
     text = statement_of(memory)
     if not memory.created_at or periods(text):
         return text
     impending = IMPENDING.search(text)
     if not impending and not (memory.subject and states_a_value(memory, names)):
         return text
-    if impending or _HELD_FOR.search(text):
-        said = from_iso(memory.last_seen or memory.created_at).date()
-        return f"{text.rstrip('.')} (said {day_text(said)})"
-    return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
+    if not impending and not _HELD_FOR.search(text) and (replaced or says_a_change(text)):
+        return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
+    said = from_iso(memory.last_seen or memory.created_at).date()
+    return f"{text.rstrip('.')} (said {day_text(said)})"
 
 
 def bare(bullet: str) -> str:
@@ -615,15 +623,24 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
             headline, _stated(memory) if mined else text)
 
 
-def _restated(active: list[Memory], names: frozenset[str]) -> dict[str, str]:
-    """The line to write now (:func:`bullet_of`) for an active mined memory, by the normal
-    form of each way it has been written (:func:`_earlier_forms`): a line an earlier version
-    wrote otherwise is restated."""
+def _replacing(store: ProjectionStore, active: list[Memory]) -> frozenset[str]:
+    """The active memories whose value replaced an older one: dreaming superseded that one
+    on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a duplicate merged."""
+    lost = {m.id for m in list_memories(store.db, None, ("superseded",))
+            if m.reason.startswith(CONFLICT)}
+    return frozenset(m.id for m in active if lost.intersection(m.supersedes))
+
+
+def _restated(active: list[Memory], names: frozenset[str],
+              replacing: frozenset[str]) -> dict[str, str]:
+    """The line to write now (:func:`bullet_of`; ``replacing`` as :func:`_replacing`
+    gives) for an active mined memory, by the normal form of each way it has been written
+    (:func:`_earlier_forms`): a line an earlier version wrote otherwise is restated."""
     out: dict[str, str] = {}
     for m in active:
         if m.source in NOT_MINED or not m.content.strip():
             continue
-        line = bullet_of(m, names)
+        line = bullet_of(m, names, m.id in replacing)
         for form in (*_earlier_forms(m), statement_of(m)):
             out.setdefault(normal(form), line)
     return out
@@ -648,7 +665,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    restated = _restated(active, names)
+    replacing = _replacing(store, active)
+    restated = _restated(active, names, replacing)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
         if lines != section.bullets:
@@ -665,7 +683,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         title = section_for(memory, names, offered, today, phase_days) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
-        line = bullet_of(memory, names) if memory else text
+        line = bullet_of(memory, names, memory.id in replacing) if memory else text
         if normal(bare(line)) in said:
             continue
         sections.setdefault(title, Section(title)).bullets.append(line)

@@ -83,6 +83,9 @@ FADING_TYPES = fading()
 STEADY_SOURCES = ("", "user")     # detected facts and the user's own notes do not fade
 _SPEAKER = re.compile(r"^([A-Z][\w.'’ -]{0,40}):\s+(.+)$", re.S)
 NOW_TYPES = (UserTurn, AssistantTurn, Remembered, MemoriesMined)  # the log's time
+# how a supersede's reason opens when a newer value replaced an older one (a merge of
+# duplicates gives another)
+CONFLICT = "conflict on"
 
 
 @dataclass
@@ -237,7 +240,7 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
         events.append(NewEvent(stream=streams.MEMORY, idempotency_key=_key(
             f"supersede:{winner.id}", losers), data=MemorySuperseded(
                 ids=losers, by=winner.id,
-                reason=f"conflict on {subject!r}: the fact said last wins")))
+                reason=f"{CONFLICT} {subject!r}: the fact said last wins")))
         gone.update(losers)
         report.superseded += len(losers)
         report.decisions.append(f"supersede {len(losers)} by {winner.id} ({subject}): "
