@@ -2,7 +2,8 @@
 
     diarist serve-model [--model 1.5b] --port 8080 &
     python benchmarks/recall_dev.py ../shared/bench/locomo --homes DIR --night
-    python benchmarks/bench_first_question.py DIR [--base-url URL] [--code CHECKOUT] [--json]
+    python benchmarks/bench_first_question.py DIR [--base-url URL] [--code CHECKOUT]
+        [--temperature T] [--json]
 
 For each LoCoMo home under ``DIR`` (after the default night), the conversation's
 single-hop dev questions whose answer its MEMORY.md contains ("Which classical musicians
@@ -13,7 +14,10 @@ The first message's note is capped, so the reply comes from the start block, rea
 while the person types. Prints each reply, then how many contain the answer and the F1.
 
 ``--code`` runs the chat of another checkout (``git worktree add /tmp/base BASE``) on the
-same homes and questions, to compare two versions.
+same homes and questions, to compare two versions. The chat samples at the server's
+temperature by default (``llm.temperature: null``), so two runs differ by a few replies;
+``--temperature 0`` sets ``llm.temperature`` in each copy's config, for a figure that
+repeats.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
@@ -45,11 +51,18 @@ def questions(homes: Path) -> list[tuple[Path, dict]]:
     return chosen
 
 
-def first_reply(home: Path, question: str, base_url: str, code: Path, work: Path) -> str:
-    """The reply to ``question`` as the first message of a chat on a copy of ``home``."""
+def first_reply(home: Path, question: str, base_url: str, code: Path, work: Path,
+                temperature: float | None = None) -> str:
+    """The reply to ``question`` as the first message of a chat on a copy of ``home``
+    (with ``llm.temperature`` set when ``temperature`` is given)."""
     copy = work / "home"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(home, copy)
+    if temperature is not None:
+        config = copy / "diarist.yaml"
+        settings = (yaml.safe_load(config.read_text()) or {}) if config.exists() else {}
+        settings.setdefault("llm", {})["temperature"] = temperature
+        config.write_text(yaml.safe_dump(settings))
     done = subprocess.run(
         [sys.executable, "-m", "cli", "chat", "--backend", "openai", "--base-url", base_url,
          "--no-tools"], input=f"{question}\n/exit\n", capture_output=True, text=True,
@@ -63,12 +76,15 @@ def main() -> None:
     parser.add_argument("homes", type=Path, help="LoCoMo homes after the night, one a conversation")
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
     parser.add_argument("--code", type=Path, default=REPO, help="the checkout whose chat runs")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="llm.temperature for the chat (default: the server's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="diarist-first-") as tmp:
         for home, q in questions(args.homes):
-            reply = first_reply(home, q["query"], args.base_url, args.code.resolve(), Path(tmp))
+            reply = first_reply(home, q["query"], args.base_url, args.code.resolve(), Path(tmp),
+                                args.temperature)
             rows.append({"id": q["id"], "question": q["query"], "answer": q["answer"],
                          "reply": reply, "contains": contains_answer(reply, str(q["answer"])),
                          "f1": answer_f1(reply, str(q["answer"]), q["category"])})
