@@ -34,7 +34,7 @@ from .block_headers import (
     OTHERS_TITLE,
 )
 from .recall import DEFAULT_BUDGET, RecallItem, RecallResult, Semantic, recall
-from .relative_time import ago, annotate, day_text
+from .relative_time import ago, annotate, day_text, unit_asked
 from .search import turns_by_ref
 from .tokens import estimate
 
@@ -52,16 +52,17 @@ def budget_for(context_window: int | None, budget_pct: float) -> int:
     return max(int(context_window * budget_pct), 0)
 
 
-def _line(item: RecallItem, today: dt.date | None = None) -> str:
+def _line(item: RecallItem, today: dt.date | None = None, unit: str | None = None) -> str:
     """``- (7 May 2023, 3 weeks ago) Ann: I went yesterday [6 May 2023] …``: a turn or a
     journal line with its day — and how long before ``today`` that was, when the day the
-    block is read is known (:func:`.relative_time.ago`) — and its relative time
-    (:func:`.relative_time.annotate`) dated from it."""
+    block is read is known (:func:`.relative_time.ago`; in the ``unit`` the question asks,
+    if it asks one) — and its relative time (:func:`.relative_time.annotate`) dated from
+    it."""
     content = item.content.strip()
     when = ""
     if item.at and item.source in ("turn", "journal"):
         day = dt.date.fromisoformat(item.at[:10])
-        since = ago(day, today) if today else ""
+        since = ago(day, today, unit) if today else ""
         when = f"({day_text(day)}{', ' + since if since else ''}) "
         content = annotate(content, day)
     lines = content.splitlines() or [""]
@@ -77,14 +78,15 @@ def _best_apart(lines: list[str]) -> list[str]:
 
 
 def render_block(items: list[RecallItem], today: dt.date | None = None, *,
-                 best_first: bool = False) -> str:
+                 best_first: bool = False, unit: str | None = None) -> str:
     """Items grouped by section in the fixed order; empty sections are left out; ``today``:
-    the day it is read, if known (see :func:`_line`). ``best_first``: [knowledge]'s first
-    item (recall's best) apart from the rest (:func:`_best_apart`) — a question's block; a
-    chat's start block, which MEMORY.md opens, keeps them together."""
+    the day it is read, if known, ``unit``: the unit of time a question asks (see
+    :func:`_line`). ``best_first``: [knowledge]'s first item (recall's best) apart from the
+    rest (:func:`_best_apart`) — a question's block; a chat's start block, which MEMORY.md
+    opens, keeps them together."""
     out = [HEADER]
     for title, sources in SECTIONS:
-        lines = [_line(i, today) for i in items if i.source in sources]
+        lines = [_line(i, today, unit) for i in items if i.source in sources]
         if lines:
             out.append(title)
             out.extend(_best_apart(lines) if best_first and title == KNOWLEDGE_TITLE
@@ -113,8 +115,9 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
     query is the last session's words), first in [knowledge]; False: only its lines that
     answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
-    items recall scored. ``now``: when ``query`` is asked, if it is (see :func:`recall`);
-    ``today``: the day the block is read (default: ``now``'s), each line's age told from it."""
+    items recall scored, each line's age in the unit it asks ("How many days ago …?": "26
+    days ago"). ``now``: when ``query`` is asked, if it is (see :func:`recall`); ``today``:
+    the day the block is read (default: ``now``'s), each line's age told from it."""
     today = today or (now.date() if now else None)
     if budget <= 0:
         return Injection("", budget, 0, [])
@@ -131,25 +134,29 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
             [i for i in items if i.source == "long_term"]
     # rendered by section, the pinned first in theirs; trailing items are dropped first; a
     # question's best match apart from the rest
-    return _fitted(items, budget, lambda chosen: render_block(chosen, today,
-                                                              best_first=not whole_long_term))
+    unit = None if whole_long_term else unit_asked(query)
+    return _fitted(items, budget, lambda chosen: render_block(
+        chosen, today, best_first=not whole_long_term, unit=unit))
 
 
 def build_evidence(db: sqlite3.Connection, refs: Sequence[str], budget: int,
-                   today: dt.date | None = None) -> Injection:
-    """The turns ``refs`` name, as :func:`build_injection` would render them were recall to
-    find exactly those, in log order and within the same ``budget`` (trailing ones dropped):
-    the ceiling `diarist eval --answer` compares memory with (the first apart, as a
-    question's block puts its best match)."""
+                   today: dt.date | None = None, question: str = "") -> Injection:
+    """The turns ``refs`` name, as :func:`build_injection` would render them for
+    ``question`` were recall to find exactly those, in log order and within the same
+    ``budget`` (trailing ones dropped): the ceiling `diarist eval --answer` compares memory
+    with (the first apart, as a question's block puts its best match)."""
     items = [RecallItem("turn", hit.id, hit.content, 1.0, estimate(hit.content), hit.at,
                         hit.refs) for hit in turns_by_ref(db, refs)]
-    return _fitted(items, budget, lambda chosen: render_block(chosen, today, best_first=True))
+    unit = unit_asked(question)
+    return _fitted(items, budget, lambda chosen: render_block(chosen, today, best_first=True,
+                                                              unit=unit))
 
 
-def render_note(items: list[RecallItem], today: dt.date | None = None) -> str:
+def render_note(items: list[RecallItem], today: dt.date | None = None,
+                unit: str | None = None) -> str:
     """A per-turn memory note: the items as lines under one header, the best apart
-    (:func:`_best_apart`)."""
-    return "\n".join([NOTE_HEADER, *_best_apart([_line(i, today) for i in items])]) \
+    (:func:`_best_apart`; ``today`` and ``unit`` as :func:`_line` reads them)."""
+    return "\n".join([NOTE_HEADER, *_best_apart([_line(i, today, unit) for i in items])]) \
         if items else ""
 
 
@@ -159,13 +166,14 @@ def build_note(db: sqlite3.Connection, query: str, budget: int, k: int,
     """What memory adds for one chat message: scored items not shown before (``exclude``:
     item ids), scoring at least ``min_score``, never over ``budget`` tokens — no fixed head
     (that is in the system prompt already), none of ``session``'s own turns; ``now``: when
-    the message was sent (its relative dates, and each line's age, are read from it)."""
+    the message was sent (its relative dates, and each line's age, are read from it; the
+    age in the unit the message asks, if it asks one)."""
     if budget <= estimate(NOTE_HEADER):
         return Injection("", budget, 0, [])
     result = recall(db, query, budget - estimate(NOTE_HEADER), k, semantic, now, head=False,
                     exclude=exclude, exclude_session=session, min_score=min_score)
-    today = now.date() if now else None
-    return _fitted(list(result.items), budget, lambda chosen: render_note(chosen, today))
+    today, unit = (now.date() if now else None), unit_asked(query)
+    return _fitted(list(result.items), budget, lambda chosen: render_note(chosen, today, unit))
 
 
 def _fitted(items: list[RecallItem], budget: int,

@@ -42,22 +42,35 @@ def day_text(day: dt.date) -> str:
     return f"{day.day} {calendar.month_name[day.month]} {day.year}"
 
 
-def ago(day: dt.date, today: dt.date) -> str:
+# the unit a question counts time in: "How many days ago did I …", "How many weeks …"
+_UNIT_ASKED = re.compile(r"\bhow many (day|week|month|year)s?\b", re.IGNORECASE)
+
+
+def unit_asked(question: str) -> str | None:
+    """The unit ``question`` asks a count of time in ("How many days ago did I attend a
+    networking event?": "day"), or None."""
+    found = _UNIT_ASKED.search(question)
+    return found.group(1).lower() if found else None
+
+
+def ago(day: dt.date, today: dt.date, unit: str | None = None) -> str:
     """How long before ``today`` ``day`` was, as a person counts it ("yesterday", "8 days
-    ago", "3 weeks ago", "5 months ago", "2 years ago"); '' for a day not before it. Shown
-    beside an item's date so a small model reading "how long ago?" or "last week" need not
-    subtract dates."""
+    ago", "3 weeks ago", "5 months ago", "2 years ago"), or in the ``unit`` a question asks
+    (:func:`unit_asked`: "26 days ago", not "3 weeks ago", for "How many days ago …?");
+    '' for a day not before it. Shown beside an item's date so a small model reading "how
+    long ago?" or "last week" need not subtract dates."""
     days = (today - day).days
     if days <= 0:
         return "today" if days == 0 else ""
     if days == 1:
         return "yesterday"
-    if days < 14:
-        return f"{days} days ago"
-    if days < 60:
-        return f"{days // 7} weeks ago"
     months = (today.year - day.year) * 12 + today.month - day.month - (today.day < day.day)
-    return f"{months} months ago" if months < 24 else f"{months // 12} years ago"
+    counts = {"day": days, "week": days // 7, "month": months, "year": months // 12}
+    if unit is None or not counts.get(unit):    # none asked, or under one: as a person counts
+        unit = "day" if days < 14 else "week" if days < 60 else \
+            "month" if months < 24 else "year"
+    count = counts[unit]
+    return f"{count} {unit}{'' if count == 1 else 's'} ago"
 
 
 def _month_text(year: int, month: int) -> str:

@@ -119,6 +119,18 @@ def test_the_evidence_block_is_the_named_turns_in_the_memory_form_within_the_bud
     later = build_evidence(store.db, ["c:0"], budget=512, today=dt.date(2023, 5, 29))
     assert later.text.splitlines()[-1] == (
         "- (8 May 2023, 3 weeks ago) Caroline: I went to a support group yesterday [7 May 2023].")
+    # in the unit a question asks, as memory's block for it tells it (build_injection)
+    asked = build_evidence(store.db, ["c:0"], budget=512, today=dt.date(2023, 5, 29),
+                           question="How many days ago did Caroline go to a support group?")
+    assert asked.text.splitlines()[-1].startswith("- (8 May 2023, 21 days ago) Caroline:")
+    from projections.inject import build_injection
+    question = "How many days ago did Caroline go to a support group?"
+    memory = build_injection(store.db, question, 512, 16, whole_long_term=False,
+                             today=dt.date(2023, 5, 29))
+    assert "(8 May 2023, 21 days ago) Caroline: I went to a support group" in memory.text
+    # a chat's start block is read for every question of a session: it keeps the usual age
+    start = build_injection(store.db, question, 512, 16, today=dt.date(2023, 5, 29))
+    assert "(8 May 2023, 3 weeks ago) Caroline: I went to a support group" in start.text
     many = build_evidence(store.db, [f"c:{i}" for i in range(60)], budget=120)
     assert 0 < many.injected_tokens <= 120 and len(many.items) < 60
     assert build_evidence(store.db, [], budget=512).text == ""

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from freezegun import freeze_time
 
-from projections.relative_time import ago, annotate, resolve
+from projections.relative_time import ago, annotate, resolve, unit_asked
 
 SUNDAY = dt.datetime(2023, 12, 31, 22, tzinfo=dt.UTC)
 
@@ -54,3 +54,20 @@ def test_resolution_reads_the_turn_time_not_the_clock() -> None:
 ])
 def test_how_long_ago_a_day_was(day: dt.date, today: dt.date, expected: str) -> None:
     assert ago(day, today) == expected
+
+
+@pytest.mark.parametrize(("question", "unit", "expected"), [
+    ("How many days ago did I attend a networking event?", "day", "26 days ago"),
+    ("How many weeks ago did I start my Spanish classes?", "week", "3 weeks ago"),
+    ("how many months ago did I buy the lens?", "month", "3 weeks ago"),   # under a month
+    ("When did I attend a networking event?", None, "3 weeks ago"),
+])
+def test_a_question_s_unit_of_time_gives_the_age_in_it(question: str, unit: str | None,
+                                                       expected: str) -> None:
+    """"How many days ago …?" read beside "3 weeks ago" leaves a small model to multiply;
+    under one of the unit asked, the age is told as a person counts it."""
+    assert unit_asked(question) == unit
+    assert ago(dt.date(2023, 4, 3), dt.date(2023, 4, 29), unit) == expected
+    assert ago(dt.date(2023, 1, 3), dt.date(2023, 4, 29), "day") == "116 days ago"
+    assert ago(dt.date(2023, 1, 3), dt.date(2023, 4, 29), "month") == "3 months ago"
+    assert ago(dt.date(2023, 7, 31), dt.date(2023, 9, 30)) == "1 month ago"   # not "1 months"

@@ -213,7 +213,8 @@ def evaluate_question(home: Home, store: Any, conv: Conversation, q: Question, *
         "recalled_refs": [list(i.refs) for i in ours["top10"]],
     }
     if answerer is not None:
-        evidence = build_evidence(db, q.evidence, budget, asked.date() if asked else None)
+        evidence = build_evidence(db, q.evidence, budget, asked.date() if asked else None,
+                                  q.query)
         record.update(answerer.answer(conv, q, injection.text, evidence.text))
     else:
         record["prompt_tokens"] = memory_prompt_tokens(q, injection.text)
