@@ -533,18 +533,18 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
         return []
 
 
-def _stale(store: ProjectionStore, names: frozenset[str], active: list[Memory],
+def _stale(names: frozenset[str], active: list[Memory], inactive: list[Memory],
            offered: Callable[[Memory], str], today: dt.date | None,
            phase_days: float = PHASE_DAYS) -> set[str]:
-    """What superseded and archived memories said, unless an active one says it too (a
-    merged duplicate says what its keeper says); and what an active mined memory says
-    that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule left
-    it out goes on the next run)."""
+    """What ``inactive`` (superseded and archived) memories said, unless an active one
+    says it too (a merged duplicate says what its keeper says); and what an active mined
+    memory says that no longer joins MEMORY.md (:func:`section_for`: a line written before
+    a rule left it out goes on the next run)."""
     def lines(memories: Iterable[Memory]) -> set[str]:   # a line written whole or cut
         return {normal(form) for m in memories if m.content.strip()
                 for form in (*_earlier_forms(m), statement_of(m))}
 
-    gone = lines(list_memories(store.db, None, ("superseded", "archived"))) - lines(active)
+    gone = lines(inactive) - lines(active)
     left_out = {m.id for m in active if m.source not in NOT_MINED
                 and section_for(m, names, offered, today, phase_days) is None}
     return gone | (lines(m for m in active if m.id in left_out)
@@ -623,11 +623,12 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
             headline, _stated(memory) if mined else text)
 
 
-def _replacing(store: ProjectionStore, active: list[Memory]) -> frozenset[str]:
+def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
     """The active memories whose value replaced an older one: dreaming superseded that one
-    on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a duplicate merged."""
-    lost = {m.id for m in list_memories(store.db, None, ("superseded",))
-            if m.reason.startswith(CONFLICT)}
+    (among ``inactive``) on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a
+    duplicate merged."""
+    lost = {m.id for m in inactive
+            if m.status == "superseded" and m.reason.startswith(CONFLICT)}
     return frozenset(m.id for m in active if lost.intersection(m.supersedes))
 
 
@@ -656,7 +657,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     names = speaker_names(store)
     active = list_memories(store.db)
     offered = offers(store, active)
-    stale = _stale(store, names, active, offered, today, phase_days)
+    inactive = list_memories(store.db, None, ("superseded", "archived"))
+    stale = _stale(names, active, inactive, offered, today, phase_days)
     changed: set[str] = set()
     themes = sections.pop(THEMES, Section(THEMES))      # written anew below
     for section in sections.values():
@@ -665,7 +667,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    replacing = _replacing(store, active)
+    replacing = _replacing(active, inactive)
     restated = _restated(active, names, replacing)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
