@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from events import EventLog, Home, clock
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
-from events.types import MemoriesMined, ProfileSet, Remembered, UserTurn
+from events.types import LongTermRewritten, MemoriesMined, ProfileSet, Remembered, UserTurn
 from projections.block_headers import NOTE_HEADER
 from projections.tokens import estimate
 from workers.chat.memory import (
     ESTIMATE_SLACK,
+    KEPT_SHARE,
     NOTE_MIN_SCORE,
     NOTES_SHARE,
     REPLY_ROOM,
     START_SHARE,
     first_note_cap,
+    start_budget,
 )
 from workers.chat.session import ChatSession
 from workers.llm import ChatReply, ScriptedBackend
@@ -93,6 +96,80 @@ def test_the_stable_prefix_never_changes_within_a_session(home: Home, stores: St
     notes = log.read(types=["MemoryInjected"], stream=session.id)
     assert [e.payload["kind"] for e in notes][0] == "start" and len(notes) > 2
     assert gave_way  # the budget held one note at a time: each took the one before out
+
+
+def long_memory_md(log: EventLog) -> None:
+    """A MEMORY.md longer than the start block holds."""
+    lines = [f"- Ann's {TOPICS[i % len(TOPICS)]} habit {i}: she keeps at it every season"
+             for i in range(40)]
+    log.append(LongTermRewritten(content="# Memory\n\n## Preferences\n" + "\n".join(lines)),
+               stream="memory")
+
+
+def long_memory_session(home: Home, stores: Stores,
+                        tmp_path: Path) -> tuple[ChatSession, Recording]:
+    """A chat started on a home with many memories and a MEMORY.md longer than its start
+    block holds."""
+    log, store = stores
+    seed(log, 2000)
+    long_memory_md(log)
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Noted."}))
+    return started(ChatSession(home, log, store, backend, Config(), tools=False)), backend
+
+
+def _block(system: str) -> str:
+    return system.split("\n\n", 1)[1]
+
+
+def test_the_start_block_is_cut_once_for_a_later_messages_note(home: Home, stores: Stores,
+                                                               tmp_path: Path) -> None:
+    """The first message is answered from a start block of up to START_SHARE of the budget
+    (MEMORY.md, as much as fits); the first later message whose note needs the room cuts it
+    to KEPT_SHARE — the system prompt changes that once — and it stays so after."""
+    log, _ = stores
+    session, backend = long_memory_session(home, stores, tmp_path)
+    budget = session.budget
+    first = session.injection
+    assert first is not None and budget * KEPT_SHARE < first.injected_tokens \
+        <= budget * START_SHARE
+    session.send("Hello there")
+    for topic in TOPICS[:4]:
+        session.send(f"Remind me about the {topic}, please")
+        assert session.memory_in_prompt() <= budget
+    systems = [r[0]["content"] for r in backend.requests]
+    assert systems[0] == backend.warmed[0][0]["content"]  # the first read what was warmed
+    assert len(set(systems[1:])) == 1 and systems[1] != systems[0]  # cut once, then stable
+    big, small = _block(systems[0]).splitlines(), _block(systems[1]).splitlines()
+    assert len(small) < len(big) and set(small) <= set(big)  # the same lines, fewer
+    starts = [e.payload for e in log.read(types=["MemoryInjected"], stream=session.id)
+              if e.payload["kind"] == "start"]
+    assert [p["injected_tokens"] for p in starts] == [first.injected_tokens,
+                                                      estimate(_block(systems[1]))]
+    assert starts[1]["injected_tokens"] <= budget * KEPT_SHARE
+    assert backend.requests[1][-1]["content"].startswith(NOTE_HEADER)  # the note it made room for
+
+
+@pytest.mark.parametrize(("window", "start"), [(1024, 192), (2048, 384), (4096, 512),
+                                               (8192, 1024)])
+def test_the_start_block_takes_more_than_half_only_at_a_small_window(window: int,
+                                                                     start: int) -> None:
+    """More than half the budget only while it stays a block the server reads while the
+    person types; a larger window's half is its start block, as before."""
+    assert start_budget(window // 4) == start
+
+
+def test_a_later_message_with_nothing_to_recall_keeps_the_start_block(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """Only a note with something in it cuts the start block: a message that recalls nothing
+    leaves the system prompt as it was read ahead."""
+    log, _ = stores
+    session, backend = long_memory_session(home, stores, tmp_path)
+    session.send("Hello there")
+    session.send("What is the capital of Peru?")
+    assert {r[0]["content"] for r in backend.requests} == {backend.warmed[0][0]["content"]}
+    kinds = [e.payload["kind"] for e in log.read(types=["MemoryInjected"], stream=session.id)]
+    assert kinds == ["start"]
 
 
 def test_the_system_prompt_tells_the_sessions_day_even_past_midnight(
@@ -338,8 +415,8 @@ def test_the_start_block_carries_the_persons_recent_notes(home: Home, stores: St
     assert "telescope" in start  # recall for the last session's closing messages still fits
     pinned = [i for i in session.injection.items if i.content.startswith(("My dog", "Old note",
                                                                           "The wifi"))]
-    assert sum(i.tokens for i in pinned) <= session.budget * START_SHARE * NOTES_SHARE
-    assert session.injection.injected_tokens <= session.budget * START_SHARE
+    assert sum(i.tokens for i in pinned) <= start_budget(session.budget) * NOTES_SHARE
+    assert session.injection.injected_tokens <= start_budget(session.budget)
     session.send("What is my dog called?")
     (request,) = backend.requests
     assert request[0]["content"] == start  # the read-ahead prefix, unchanged
@@ -415,21 +492,18 @@ def test_notes_can_be_switched_off(home: Home, stores: Stores, tmp_path: Path) -
     assert [e.payload["kind"] for e in log.read(types=["MemoryInjected"])] == ["start"]
 
 
-def test_the_proxy_gives_way_as_the_chat_does(home: Home, stores: Stores) -> None:
-    """A client resends the whole conversation each time: the proxy puts each note back on
-    its message, and takes the oldest out when the notes leave a new message too little of
-    the budget, as the chat does — every question after the first gets its note."""
+def through_proxy(home: Home, topics: int) -> tuple[list[list[dict]], Any]:
+    """A greeting, then ``topics`` questions, each resent with the whole conversation
+    through a proxy as a client sends them: what went upstream each time, the last
+    exchange."""
     from workers.proxy.memory import ProxyMemory
 
-    log, store = stores
-    seed(log, 2000)
-    store.catch_up_all()
     proxy = ProxyMemory(home, "http://127.0.0.1:9")  # nothing listens: the default window
     proxy.open()
     try:
         messages: list[dict] = []
         sent = []
-        for topic in ["greeting", *TOPICS[:4]]:
+        for topic in ["greeting", *TOPICS[:topics]]:
             messages.append({"role": "user", "content": f"Remind me about the {topic}, please"})
             exchange = proxy.begin(messages, "fake")
             proxy.finish(exchange, "Noted.")
@@ -437,6 +511,34 @@ def test_the_proxy_gives_way_as_the_chat_does(home: Home, stores: Stores) -> Non
             sent.append(exchange.messages)
     finally:
         proxy.close()
+    return sent, exchange
+
+
+def test_the_proxy_cuts_the_start_block_as_the_chat_does(home: Home, stores: Stores) -> None:
+    """Through the proxy too, the first message reads the whole start block and the first
+    later note cuts it to KEPT_SHARE, once."""
+    log, store = stores
+    seed(log, 2000)
+    long_memory_md(log)
+    store.catch_up_all()
+    sent, exchange = through_proxy(home, 3)
+    budget = exchange.session.memory.budget
+    blocks = [_block(request[0]["content"]) for request in sent]
+    assert budget * KEPT_SHARE < estimate(blocks[0]) <= budget * START_SHARE
+    assert len(set(blocks[1:])) == 1 and estimate(blocks[1]) <= budget * KEPT_SHARE
+    starts = [e.payload for e in log.read(types=["MemoryInjected"], stream=exchange.session.id)
+              if e.payload["kind"] == "start"]
+    assert len(starts) == 2
+
+
+def test_the_proxy_gives_way_as_the_chat_does(home: Home, stores: Stores) -> None:
+    """A client resends the whole conversation each time: the proxy puts each note back on
+    its message, and takes the oldest out when the notes leave a new message too little of
+    the budget, as the chat does — every question after the first gets its note."""
+    log, store = stores
+    seed(log, 2000)
+    store.catch_up_all()
+    sent, exchange = through_proxy(home, 4)
     budget = exchange.session.memory.budget
     start = exchange.session.start.injected_tokens if exchange.session.start else 0
     for request in sent[1:]:

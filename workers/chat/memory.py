@@ -5,10 +5,13 @@ prompt text only to take out a note that gives way.
   workspace profile, project facts, MEMORY.md, the newest notes someone asked to be
   remembered (at most :data:`NOTES_SHARE` of the block) and what was recalled for the
   previous session's last user turns — what a first question most likely needs. It ends the
-  system prompt, which then stays the same for the whole session, so the model server reads
-  it once — while the person types (:meth:`workers.llm.base.Backend.warm`) — and keeps it
-  cached (llama.cpp's prompt cache, Ollama's loaded context). It takes at most
-  :data:`START_SHARE` of the budget.
+  system prompt, so the model server reads it while the person types
+  (:meth:`workers.llm.base.Backend.warm`) and keeps it cached (llama.cpp's prompt cache,
+  Ollama's loaded context). It takes at most :func:`start_budget` (up to
+  :data:`START_SHARE` of the budget at a small window) for the session's first message; the
+  first later message whose note needs the room cuts it to :data:`KEPT_SHARE`
+  (:meth:`SessionMemory.smaller_start`), once — the server reads the prompt again then —
+  and from there it stays the same for the rest of the session.
 - **A note per message**: recall for the message itself; items not shown before in the
   session and scoring at least :data:`NOTE_MIN_SCORE` are attached to that user message as a
   short ``[memory note]`` — after the cached prefix, so the cache stays valid — within what
@@ -47,7 +50,18 @@ from projections.semantic import semantic_searcher
 from projections.tokens import estimate
 from projections.turns import recent_user_text
 
-START_SHARE = 0.5       # of the budget, at most, for the start block
+# Of the budget, at most, for the start block: its first message is answered from it (that
+# message's own note is capped), later ones from their notes, which share the rest. Measured
+# (docs/experiments.md, "A larger start block"): at a 2,048-token window 0.75 answers more
+# first questions from MEMORY.md than 0.5, and later messages do as well as with 0.5 when
+# the block is cut to KEPT_SHARE for them, not when it keeps 0.75 (their notes would have
+# too little room). Beyond KEPT_SHARE only up to START_MAX tokens: the server reads the block
+# while the person types (the 0.5B model read 382 tokens within 3 s; at an 8,192-token window
+# half the budget, 985 tokens, already put its first token at 1.5x), and a larger window's
+# half holds a night's MEMORY.md anyway.
+START_SHARE = 0.75
+KEPT_SHARE = 0.5
+START_MAX = 384
 NOTE_MIN_SCORE = 0.45   # a recalled item below this fused score is not worth a note
 RECENT_TURNS = 3        # the previous session's last user turns recalled for at start
 NOTES_SHARE = 0.25      # of the start block, at most, for the person's recent notes
@@ -89,36 +103,62 @@ class SessionMemory:
 
     def build_start(self) -> Injection:
         """The start block: fixed head, the person's most recent notes, and recall for the
-        previous session's last turns."""
-        budget = int(self.budget * START_SHARE)
-        query = recent_user_text(self.store.db, turns=RECENT_TURNS, excluding=self.session_id)
-        injection = build_injection(self.store.db, query, budget, self.top_k,
-                                    semantic_searcher(self.home, self.store),
-                                    pinned=recent_notes(self.store, int(budget * NOTES_SHARE)),
-                                    today=clock.now().date())  # lines say how long ago
+        previous session's last turns, within :func:`start_budget`."""
+        injection = self._start(start_budget(self.budget))
         self.start = injection
         self.shown = {item.id for item in injection.items}
         return injection
 
+    def smaller_start(self, start: Injection | None) -> Injection | None:
+        """The start block a later message's note cuts ``start`` to, built again within
+        :data:`KEPT_SHARE` of the budget; None when ``start`` is within that already. Nothing
+        changes until :meth:`note_for` is given it and finds a note."""
+        kept = int(self.budget * KEPT_SHARE)
+        if start is None or start.injected_tokens <= kept:
+            return None
+        return self._start(kept)
+
+    def _start(self, budget: int) -> Injection:
+        query = recent_user_text(self.store.db, turns=RECENT_TURNS, excluding=self.session_id)
+        return build_injection(self.store.db, query, budget, self.top_k,
+                               semantic_searcher(self.home, self.store),
+                               pinned=recent_notes(self.store, int(budget * NOTES_SHARE)),
+                               today=clock.now().date())  # lines say how long ago
+
     def note_for(self, text: str, in_prompt: int, cap: int | None = None,
-                 freed: Collection[str] = ()) -> Injection:
+                 freed: Collection[str] = (), smaller: Injection | None = None) -> Injection:
         """A note for a message, within what the budget has left (``in_prompt``: the memory
         tokens already in the prompt) and at most ``cap`` tokens (the first message's cap,
         the room the context window has free). Empty when nothing new is relevant enough
         or there is no room. ``freed``: the items of the earlier notes that leave the
         prompt if this note is given (:func:`giving_way`; ``in_prompt`` and ``cap`` as
-        without them): they may be shown again."""
+        without them): they may be shown again. ``smaller``: the start block this note
+        cuts the start block to (:meth:`smaller_start`; ``in_prompt`` and ``cap`` as with
+        it), which becomes :attr:`start` if a note is found; what it leaves out may be
+        shown again."""
         room = self.budget - in_prompt if cap is None else min(cap, self.budget - in_prompt)
         if room < estimate(NOTE_HEADER) + MIN_ITEM_TOKENS:  # no item fits: no recall to wait for
             return Injection("", room, 0, [])
         shown = self.shown - set(freed)
+        if smaller is not None and self.start is not None:
+            kept = {item.id for item in smaller.items}
+            shown = (shown - {item.id for item in self.start.items}) | kept
         injection = build_note(self.store.db, text, room, self.top_k,
                                semantic_searcher(self.home, self.store), exclude=shown,
                                min_score=NOTE_MIN_SCORE, session=self.session_id,
                                now=clock.now())  # "last week" in a message is from today
         if injection.items:
             self.shown = shown | {item.id for item in injection.items}
+            self.start = smaller or self.start
         return injection
+
+
+def start_budget(budget: int) -> int:
+    """Tokens the start block may take of a session's memory ``budget``: :data:`KEPT_SHARE`
+    of it, or up to :data:`START_SHARE` while that is at most :data:`START_MAX` (384 of a
+    2,048-token window's 512; 512 of a 4,096-token window's 1,024)."""
+    kept = int(budget * KEPT_SHARE)
+    return max(kept, min(int(budget * START_SHARE), START_MAX))
 
 
 def giving_way(earlier: Sequence[int], budget: int, start: int) -> int:
@@ -126,8 +166,8 @@ def giving_way(earlier: Sequence[int], budget: int, start: int) -> int:
     leave it for a new message's note: none while the budget has at least half of what the
     start block (``start`` tokens) leaves the notes; else the oldest, one by one, until it
     has. With a 2,048-token window (512 tokens of memory, at most 256 of them the start
-    block's) one full note fills the budget, so each later note takes the one before it
-    out; short notes stay together while they leave half the share."""
+    block's once cut) one full note fills the budget, so each later note takes the one
+    before it out; short notes stay together while they leave half the share."""
     share = budget - start
     left = share - sum(earlier)
     given = 0

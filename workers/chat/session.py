@@ -158,14 +158,19 @@ class ChatSession:
 
     def inject_start(self) -> Injection:
         """The start block (:mod:`workers.chat.memory`): the end of the system prompt, the
-        same for the whole session."""
+        same for the session but for one cut, when a later message's note needs its room."""
         injection = self.memory.build_start()
+        self._start_block(injection)
+        return injection
+
+    def _start_block(self, injection: Injection) -> None:
+        """Put ``injection`` at the end of the system prompt (the start block, or the
+        smaller one a later note cut it to) and record it."""
         self.injection, self.memory_block = injection, injection.text
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
                                     injected_tokens=injection.injected_tokens,
                                     items=[i.id for i in injection.items], kind="start",
                                     memory_tokens=self.memory_in_prompt()))
-        return injection
 
     def warm(self) -> None:
         """Send the stable prefix (the system prompt with the start block) to the server on a
@@ -204,21 +209,27 @@ class ChatSession:
         if not self.config.memory.turn_recall:
             return None
         noted = [m for m in self.history if m.note]
-        start = self.injection.injected_tokens if self.injection else 0
+        smaller = self.memory.smaller_start(self.injection) if self.history else None
+        block = smaller or self.injection
+        start = block.injected_tokens if block else 0
+        cut = self.injection.injected_tokens - start if smaller and self.injection else 0
         leaving = noted[:giving_way([m.memory_tokens for m in noted], self.budget, start)]
         freed = sum(m.memory_tokens for m in leaving)
         cap = note_room(self.window, self.config.llm.max_reply_tokens,
-                        self.history_tokens() - freed, text,
+                        self.history_tokens() - freed - cut, text,
                         first=self.injection is not None and not self.history,
                         first_note=self.config.memory.first_note)
         if cap is None:
             return None  # first_note off: the first reply reads only what was read ahead
-        note = self.memory.note_for(text, self.memory_in_prompt() - freed, cap,
-                                    freed=[i for m in leaving for i in m.note_items])
+        note = self.memory.note_for(text, self.memory_in_prompt() - freed - cut, cap,
+                                    freed=[i for m in leaving for i in m.note_items],
+                                    smaller=smaller)
         if not note.text:
             return None
         for message in leaving:
             message.drop_note()
+        if smaller is not None:
+            self._start_block(smaller)
         self._append(MemoryInjected(session=self.id, budget_tokens=self.budget,
                                     injected_tokens=note.injected_tokens,
                                     items=[i.id for i in note.items], kind="turn",

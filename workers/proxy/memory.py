@@ -232,18 +232,22 @@ class ProxyMemory:
         chat sizes it: within what the budget has left and what the window has free once
         the prompt and the reply are in; the first message's note capped so the first
         token does not wait for it; the oldest earlier notes giving way when they leave it
-        too little of the budget (:func:`workers.chat.memory.giving_way`)."""
+        too little of the budget (:func:`workers.chat.memory.giving_way`), and the start
+        block cut once for a later message's note
+        (:meth:`workers.chat.memory.SessionMemory.smaller_start`)."""
         memory = self.config.memory
         if not memory.turn_recall or not text.strip():
             return None
-        start = session.start.injected_tokens if session.start else 0
+        smaller = None if first else session.memory.smaller_start(session.start)
+        block = smaller or session.start
+        start = block.injected_tokens if block else 0
         in_prompt = start + sum(note.injected_tokens for note in session.notes.values())
         noted = sorted(n for n in session.notes if n < number)
         leaving = noted[:giving_way([session.notes[n].injected_tokens for n in noted],
                                     session.memory.budget, start)]
         freed = sum(session.notes[n].injected_tokens for n in leaving)
         prompt = sum(estimate(message_text(m.get("content"))) for m in messages[:-1]) + \
-            (estimate(session.start.text) if session.start else 0) + in_prompt - start - freed
+            (estimate(block.text) if block else 0) + in_prompt - start - freed
         cap = note_room(session.window, self.config.llm.max_reply_tokens, prompt, text,
                         first=first and session.start is not None,
                         first_note=memory.first_note)
@@ -251,13 +255,20 @@ class ProxyMemory:
             return None
         note = session.memory.note_for(
             text, in_prompt - freed, cap,
-            freed=[item.id for n in leaving for item in session.notes[n].items])
+            freed=[item.id for n in leaving for item in session.notes[n].items],
+            smaller=smaller)
         if not note.text:
             return None
         for n in leaving:
             del session.notes[n]
         in_prompt -= freed
         log, _ = self._opened()
+        if smaller is not None:  # the start block cut for the notes, as the chat cuts it
+            session.start = smaller
+            log.append(MemoryInjected(session=session.id, budget_tokens=session.memory.budget,
+                                      injected_tokens=smaller.injected_tokens,
+                                      items=[item.id for item in smaller.items], kind="start",
+                                      memory_tokens=in_prompt), stream=session.id)
         log.append(MemoryInjected(session=session.id, budget_tokens=session.memory.budget,
                                   injected_tokens=note.injected_tokens,
                                   items=[item.id for item in note.items], kind="turn",
