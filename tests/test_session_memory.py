@@ -165,6 +165,8 @@ def test_a_later_message_with_nothing_to_recall_keeps_the_start_block(
     leaves the system prompt as it was read ahead."""
     log, _ = stores
     session, backend = long_memory_session(home, stores, tmp_path)
+    assert session.injection is not None
+    assert session.injection.injected_tokens > session.budget * KEPT_SHARE  # could be cut
     session.send("Hello there")
     session.send("What is the capital of Peru?")
     assert {r[0]["content"] for r in backend.requests} == {backend.warmed[0][0]["content"]}

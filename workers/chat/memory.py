@@ -100,23 +100,27 @@ class SessionMemory:
         self.session_id = session_id
         self.start: Injection | None = None
         self.shown: set[str] = set()
+        self._smaller: Injection | None = None  # what smaller_start built, kept for the next
 
     def build_start(self) -> Injection:
         """The start block: fixed head, the person's most recent notes, and recall for the
         previous session's last turns, within :func:`start_budget`."""
         injection = self._start(start_budget(self.budget))
-        self.start = injection
+        self.start, self._smaller = injection, None
         self.shown = {item.id for item in injection.items}
         return injection
 
     def smaller_start(self, start: Injection | None) -> Injection | None:
         """The start block a later message's note cuts ``start`` to, built again within
         :data:`KEPT_SHARE` of the budget; None when ``start`` is within that already. Nothing
-        changes until :meth:`note_for` is given it and finds a note."""
+        changes until :meth:`note_for` is given it and finds a note; built once, so messages
+        that find none do not recall for it again."""
         kept = int(self.budget * KEPT_SHARE)
         if start is None or start.injected_tokens <= kept:
             return None
-        return self._start(kept)
+        if self._smaller is None:
+            self._smaller = self._start(kept)
+        return self._smaller
 
     def _start(self, budget: int) -> Injection:
         query = recent_user_text(self.store.db, turns=RECENT_TURNS, excluding=self.session_id)
