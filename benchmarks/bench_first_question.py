@@ -6,9 +6,13 @@
         [--temperature T] [--json]
 
 For each LoCoMo home under ``DIR`` (after the default night), the conversation's
-single-hop dev questions whose answer its MEMORY.md contains ("Which classical musicians
-does Melanie enjoy listening to?": "- Melanie is a fan of both classical like Bach and
-Mozart, …"). Each is the first message of a fresh ``diarist chat`` session (the default
+single-hop dev questions whose answer a line of its MEMORY.md states ("Which classical
+musicians does Melanie enjoy listening to?": "- Melanie is a fan of both classical like
+Bach and Mozart, …"): a line that contains the answer and shares at least
+:data:`FROM_EVIDENCE` of its words (past the speakers' names and a few function words)
+with the question's evidence turns, so a line that holds the answer's word by chance ("…
+running, reading, or playing Melanie's violin" for the shoes Melanie runs in) does not
+count. Each is the first message of a fresh ``diarist chat`` session (the default
 config, a 2,048-token window, tools off) on a copy of its home, through the real backend.
 The first message's note is capped, so the reply comes from the start block, read ahead
 while the person types. Prints each reply, then how many contain the answer and the F1.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,15 +43,44 @@ sys.path.insert(0, str(REPO))
 
 from workers.eval.metrics import answer_f1, contains_answer  # noqa: E402
 
+FROM_EVIDENCE = 0.5   # of a line's words, at least, in the question's evidence turns
+_FUNCTION = frozenset("the and for with that this from have has been are was were but not you"
+                      " your they them their his her she him its our just really also like"
+                      " about what when which who how all some more very into than then"
+                      " there here out get got".split())
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` that say something (three letters or more, not
+    :data:`_FUNCTION`)."""
+    return {w for w in re.findall(r"[a-z'’]+", text.casefold())
+            if len(w) > 2 and w not in _FUNCTION}
+
+
+def states_evidence(line: str, evidence: str, names: set[str]) -> bool:
+    """Whether a MEMORY.md ``line`` restates the ``evidence`` turns: at least
+    :data:`FROM_EVIDENCE` of its words, past the speakers' ``names``, are theirs."""
+    said = words(line) - names
+    return bool(said) and len(said & words(evidence)) >= FROM_EVIDENCE * len(said)
+
 
 def questions(homes: Path) -> list[tuple[Path, dict]]:
-    """(home, question) for the single-hop questions each home's MEMORY.md answers."""
+    """(home, question) for the single-hop questions a line of each home's MEMORY.md answers
+    from the question's evidence (:func:`states_evidence`)."""
     chosen = []
     for home in sorted(p for p in homes.iterdir() if (p / "memory/MEMORY.md").exists()):
-        memory_md = (home / "memory/MEMORY.md").read_text()
-        for line in (LOCOMO / f"{home.name}.questions.jsonl").read_text().splitlines():
-            q = json.loads(line)
-            if q["category"] == "single-hop" and contains_answer(memory_md, str(q["answer"])):
+        lines = [line[2:] for line in (home / "memory/MEMORY.md").read_text().splitlines()
+                 if line.startswith("- ")]
+        turns = [json.loads(x) for x in
+                 (LOCOMO / f"{home.name}.transcript.jsonl").read_text().splitlines()]
+        text = {t["ref"]: t["text"] for t in turns}
+        names = {w for t in turns for w in words(t.get("name") or "")}
+        for row in (LOCOMO / f"{home.name}.questions.jsonl").read_text().splitlines():
+            q = json.loads(row)
+            evidence = " ".join(text.get(ref, "") for ref in q["evidence"])
+            if q["category"] == "single-hop" and any(
+                    contains_answer(line, str(q["answer"]))
+                    and states_evidence(line, evidence, names) for line in lines):
                 chosen.append((home, q))
     return chosen
 
