@@ -1,7 +1,7 @@
 """Several questions in one chat session with a real small model: does each get its memory?
 
     python benchmarks/bench_chat_session.py [--conv conv-26] [--questions 12] [--seed 12]
-                                            [--model 0.5b|1.5b] [--ctx 2048]
+                                            [--model 0.5b|1.5b] [--ctx 2048] [--night]
 
 Starts `diarist serve-model` on a free port, imports a LoCoMo dev conversation into a
 scratch home and syncs it as the README's main job does (embeddings included), then asks
@@ -15,6 +15,10 @@ words it. Twice, each on a fresh copy of the home:
   (``workers.chat.memory.giving_way``);
 - *notes stay*: ``giving_way`` patched to keep every note, so once the notes fill the
   budget no later message gets one (until a compression frees their share).
+
+``--night`` runs the default night on the home first (mine, dream, consolidate, as the
+worker does with nothing configured), so the start block holds the night's MEMORY.md, as
+a person's sessions after the first night do; without it the start block holds recall only.
 
 Per way: questions with a note, the replies' F1 and the replies that contain the answer
 (`diarist eval`'s scores), notes that took earlier ones out, the median first-token time of the
@@ -54,12 +58,16 @@ from workers.llm import make_backend  # noqa: E402
 GIVE_WAY, STAY = "notes give way", "notes stay"
 
 
-def seeded_home(conv: str, root: Path) -> Path:
+def seeded_home(conv: str, root: Path, night: bool = False) -> Path:
     home = root / "seed"
     env = {"DIARIST_HOME": str(home)}
     for args in (["import", str(LOCOMO / f"{conv}.transcript.jsonl")], ["sync"]):
         subprocess.run([*CLI, *args], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, **env, "PYTHONPATH": str(REPO)})
+    if night:
+        from workers.eval.homes import night_over
+
+        night_over(Home(home))
     return home
 
 
@@ -122,13 +130,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"])
     parser.add_argument("--ctx", type=int, default=2048)
+    parser.add_argument("--night", action="store_true",
+                        help="run the default night on the home before the session")
     parser.add_argument("--show", action="store_true", help="print every reply")
     args = parser.parse_args()
     asked = questions(args.conv, args.questions, args.seed)
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="diarist-bench-session-") as tmp:
         root = Path(tmp)
-        seed_home = seeded_home(args.conv, root)
+        seed_home = seeded_home(args.conv, root, args.night)
         server = start_server(root / "models", args.model, port, args.ctx)
         try:
             url = f"http://127.0.0.1:{port}/v1"
@@ -137,7 +147,8 @@ def main() -> None:
             server.terminate()
             server.wait(30)
     print(f"{args.conv}, {len(asked)} questions (seed {args.seed}) in one session, "
-          f"Qwen2.5-Coder-{args.model.upper()}, {args.ctx}-token window")
+          f"Qwen2.5-Coder-{args.model.upper()}, {args.ctx}-token window"
+          + (", after the default night" if args.night else ""))
     print("| | questions with a note | F1 (mean) | replies containing the answer "
           "| notes that took one out | first token, median (questions 2–N) "
           "| of those whose note took one out |")
