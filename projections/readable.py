@@ -158,11 +158,34 @@ _META = re.compile(rf"^(?:let (?:me|the user|[A-Z][\w'’-]*) (?:start|begin) wi
                    rf"(?:forgot to|wanted to|should) {_TOLD})(?=\S)", re.IGNORECASE)
 
 
+# a short headline before a colon, then the statement ("Career change done: Aisha got …",
+# "Big news: the user moved …"); not "Guess what Maya does now: pottery", where the value
+# follows the colon; a quote stays ("Tim: I …")
+LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z]|the user\b)(?!I\b)")
+
+
+def without_lead_in(text: str) -> str:
+    """``text`` without its headline (:data:`LEAD_IN`), opening with a capital."""
+    bare = LEAD_IN.sub("", text, count=1)
+    return bare[:1].upper() + bare[1:] if bare != text else text
+
+
 def without_discourse(text: str) -> str:
     """``text`` without a discourse marker that opens it ("Additionally, …", "Speaking of
     running, …") or an opening about the conversation ("Let the user start with …:")."""
     text = _META.sub("", _DISCOURSE.sub("", text.strip(), count=1), count=1)
     return text[:1].upper() + text[1:]
+
+
+def as_said(statement: str) -> str:
+    """A mined statement as a line shows it whole (the memory block's head: profile,
+    project facts): on one line, without a headline (:func:`without_lead_in`) or an opening
+    about the conversation (:func:`without_discourse`), "their" for the user after an
+    opening "The user" (:func:`referring_back`) — as its line in MEMORY.md says it: "The
+    user just realized the user didn't mention that the user recently celebrated the
+    user's 3-year anniversary …" → "The user recently celebrated their 3-year anniversary
+    …"."""
+    return referring_back(without_discourse(without_lead_in(" ".join(statement.split()))))
 
 
 def main_clause(sentence: str, *, value: bool = False) -> str:

@@ -35,8 +35,9 @@ from .items import (
     key_part,
 )
 from .long_term import TITLE, read_long_term, without_since
-from .memories import list_memories, memory_states, replaced_refs
+from .memories import NOT_MINED, list_memories, memory_states, replaced_refs
 from .passages import sentences
+from .readable import as_said
 from .recency import (
     change_factors,
     recency_factors,
@@ -151,12 +152,15 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
             memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
             memories.sort(key=lambda m: -m.confidence * m.relevancy)
         for memory in memories:
-            item = _item(kind.name, memory.id, memory.content, memory.confidence,
+            # a mined fact as its MEMORY.md line says it ("Big news: " and the like left
+            # out): read in every block, and its line there is then left out as said
+            shown = memory.content if memory.source in NOT_MINED else as_said(memory.content)
+            item = _item(kind.name, memory.id, shown, memory.confidence,
                          memory.created_at, memory.refs)
             if item.tokens <= room and filler.add(item):
                 room -= item.tokens
                 used.add(content_hash(memory.content))
-                said.append(memory.content)
+                said.append(shown)
     long_term = read_long_term(db)
     if long_term:
         whole = filler.budget <= 0 or not query.strip()

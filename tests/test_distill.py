@@ -868,6 +868,26 @@ def test_a_line_about_the_user_refers_back_to_them(line: str, read: str) -> None
     assert referring_back(line) == read
 
 
+@pytest.mark.parametrize(("statement", "said"), [
+    ("Big news: the user moved to Leeds.", "The user moved to Leeds."),
+    ("Career change done: Aisha got the job at the museum.",
+     "Aisha got the job at the museum."),
+    ("Maya forgot to mention that Maya keeps the boat at Mylor.",
+     "Maya keeps the boat at Mylor."),
+    ("The user just realized the user didn't mention that the user works at XYZ Corp,\n"
+     "where the user leads the user's team.",
+     "The user works at XYZ Corp, where the user leads their team."),
+    ("Speaking of boats, Maya sold Curlew.", "Maya sold Curlew."),
+    ("Guess what Maya does now: pottery.", "Guess what Maya does now: pottery."),  # the value
+    ("Maya realized that she loves jazz.", "Maya realized that she loves jazz."),  # a fact
+])
+def test_a_fact_is_said_without_its_headline_or_the_conversation(statement: str,
+                                                                  said: str) -> None:
+    from projections.readable import as_said
+
+    assert as_said(statement) == said
+
+
 @pytest.mark.parametrize(("statement", "kept"), [
     ("John loves climbing and games. It's an awesome way to connect and have a blast.",
      "John loves climbing and games."),

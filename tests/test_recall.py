@@ -375,6 +375,34 @@ def test_without_a_question_memory_md_fills_the_room_the_head_leaves(
     assert _bullets(lines) == ["- Ann checks every hive for queen cells each Sunday morning"]
 
 
+def test_the_head_shows_a_mined_fact_as_its_memory_md_line_says_it(
+        log: EventLog, store: ProjectionStore) -> None:
+    """A mined profile fact is read in every block: without the headline or the words about
+    the conversation it was said with, and "their" for the user, as its MEMORY.md line says
+    it — which the block then leaves out as said. A person's own note keeps their words."""
+    log.append(MemoriesMined(session="s", memories=[
+        {"id": "p1", "type": "workspace_profile", "source": "heuristic",
+         "content": "The user just realized the user didn't mention that the user recently "
+                    "celebrated the user's 3-year anniversary at XYZ Corp."},
+        {"id": "p2", "type": "workspace_profile", "source": "heuristic",
+         "content": "Big news: the user moved to Leeds in May."},
+        {"id": "p3", "type": "workspace_profile", "source": "user",
+         "content": "Big news: my hives are Buckfast bees."}]), stream="memory")
+    log.append(LongTermRewritten(content=(
+        "# Memory\n\n## Profile\n"
+        "- The user recently celebrated their 3-year anniversary at XYZ Corp (said 22 May 2026)\n"
+        "- The user moved to Leeds in May (since 3 May 2026)\n"
+        "- The user keeps a paper logbook\n")), stream="memory")
+    store.catch_up_all()
+    items = recall(store.db, "", budget=400, k=10, whole_long_term=True).items
+    head = sorted(i.content for i in items if i.source == "workspace_profile")
+    assert head == ["Big news: my hives are Buckfast bees.",
+                    "The user moved to Leeds in May.",
+                    "The user recently celebrated their 3-year anniversary at XYZ Corp."]
+    (memory_md,) = [i.content for i in items if i.source == "long_term"]
+    assert _bullets(memory_md) == ["- The user keeps a paper logbook"]
+
+
 @pytest.mark.parametrize("budget", range(40, 200, 6))
 def test_memory_md_cut_to_a_budget_leaves_no_heading_without_lines(
         log: EventLog, store: ProjectionStore, budget: int) -> None:

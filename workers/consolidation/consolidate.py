@@ -55,6 +55,7 @@ from projections.readable import (
     self_contained,
     without_comments,
     without_discourse,
+    without_lead_in,
     without_leaning,
 )
 from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
@@ -78,7 +79,6 @@ from ..mining.values import (
     says_a_change,
     speaker_names,
     states_a_value,
-    without_lead_in,
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress

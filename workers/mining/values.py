@@ -18,23 +18,16 @@ import re
 
 from projections import ProjectionStore
 from projections.memories import NOT_MINED, Memory
-from projections.readable import NEXT_CLAUSE, first_sentence, self_contained, without_opening
+from projections.readable import (
+    NEXT_CLAUSE,
+    first_sentence,
+    self_contained,
+    without_lead_in,
+    without_opening,
+)
 
 from .attributes import is_taste, names_the_attribute, takes_up
 from .statements import is_event
-
-# a short headline before a colon, then the statement ("Big news: Maya moved …"); not
-# "Guess what Maya does now: pottery", where the value follows the colon
-# a headline before a colon ("Career change done: Aisha got …", "Big news: the user moved
-# …"); a quote stays ("Tim: I …")
-LEAD_IN = re.compile(r"^(?:[\w'’]+\s){1,3}[\w'’]+:\s+(?=[A-Z]|the user\b)(?!I\b)")
-
-
-def without_lead_in(text: str) -> str:
-    """``text`` without its headline (:data:`LEAD_IN`), opening with a capital."""
-    bare = LEAD_IN.sub("", text, count=1)
-    return bare[:1].upper() + bare[1:] if bare != text else text
-
 
 _COLON_OPENING = re.compile(r"^(?:[\w'’]+\s+){0,3}[\w'’]+:\s+")
 # A tally "so far" is no current value: it changes as it goes ("… has earned 10 stamps so
