@@ -362,12 +362,15 @@ class MemoryForgotten(Event):
 @dataclass(frozen=True)
 class LongTermRewritten(Event):
     """A new MEMORY.md. ``journals``: the days reviewed; ``reviewed_upto``: the log position
-    of the last journal entry reviewed (the consolidation watermark)."""
+    of the last journal entry reviewed (the consolidation watermark); ``refs``: for a line
+    (its text after "- ", as written) the refs of the memory it states, where that is known
+    (a line reworded by a model is not)."""
 
     content: str
     journals: list[str] = field(default_factory=list)
     model: str = ""
     reviewed_upto: int = 0
+    refs: dict[str, list[str]] = field(default_factory=dict)
 
 
 @event

@@ -9,6 +9,7 @@ line against them.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -107,19 +108,25 @@ class ForgetMarks:
 
 
 class LongTermProjector(Projector):
+    """MEMORY.md, and the refs of the memory each of its lines states (``long_term_refs``,
+    by the line as shown: masked, only lines the file still has)."""
+
     name = "long_term"
     handles = frozenset({LongTermRewritten, MemoryForgotten})
-    version = 1
+    version = 2
     marks = ForgetMarks("long_term_forgotten")
 
     def create(self, db: sqlite3.Connection) -> None:
         db.execute("CREATE TABLE IF NOT EXISTS long_term ("
                    " id INTEGER PRIMARY KEY CHECK (id = 1), content TEXT NOT NULL,"
                    " event_id TEXT NOT NULL, at TEXT NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS long_term_refs ("
+                   " line TEXT PRIMARY KEY, refs TEXT NOT NULL)")
         self.marks.create(db)
 
     def drop(self, db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE IF EXISTS long_term")
+        db.execute("DROP TABLE IF EXISTS long_term_refs")
         self.marks.drop(db)
 
     def apply(self, db: sqlite3.Connection, event: RecordedEvent) -> None:
@@ -129,16 +136,25 @@ class LongTermProjector(Projector):
                 current = read_long_term(db)
                 if not marks or not current:
                     return
-                db.execute("UPDATE long_term SET content = ? WHERE id = 1",
-                           (without_forgotten(current, marks),))
+                content = without_forgotten(current, marks)
+                db.execute("UPDATE long_term SET content = ? WHERE id = 1", (content,))
+                _keep_refs(db, content)
             case LongTermRewritten() as rewritten:
                 content = render(rewritten.content, self.marks.all(db))
                 db.execute("INSERT OR REPLACE INTO long_term (id, content, event_id, at)"
                            " VALUES (1, ?, ?, ?)", (content, event.id, event.occurred_at))
+                db.execute("DELETE FROM long_term_refs")
+                shown = _lines(content)
+                db.executemany(
+                    "INSERT OR IGNORE INTO long_term_refs (line, refs) VALUES (?, ?)",
+                    [(line, json.dumps(refs)) for line, refs in
+                     ((scrub(raw), refs) for raw, refs in sorted(rewritten.refs.items()))
+                     if line in shown and refs])
         mark_dirty(db, self, FILE)
 
     def canonical_rows(self, db: sqlite3.Connection) -> Iterable[Sequence[Any]]:
         yield from db.execute("SELECT content, event_id, at FROM long_term")
+        yield from db.execute("SELECT line, refs FROM long_term_refs ORDER BY 1")
         yield from db.execute("SELECT length, digest FROM long_term_forgotten ORDER BY 1, 2")
 
     def owns_file(self, name: str) -> bool:
@@ -149,6 +165,33 @@ class LongTermProjector(Projector):
 
     def expected_files(self, db: sqlite3.Connection) -> Iterable[str]:
         return [FILE] if read_long_term(db) else []
+
+
+def _lines(content: str) -> set[str]:
+    """The lines of MEMORY.md's ``content``, each without its "- "."""
+    return {line[2:] for line in content.splitlines() if line.startswith("- ")}
+
+
+def _keep_refs(db: sqlite3.Connection, content: str) -> None:
+    """Forget the refs of the lines ``content`` no longer has (a forgotten memory's)."""
+    shown = _lines(content)
+    gone = [(line,) for (line,) in db.execute("SELECT line FROM long_term_refs")
+            if line not in shown]
+    db.executemany("DELETE FROM long_term_refs WHERE line = ?", gone)
+
+
+def stated_refs(db: sqlite3.Connection, lines: Iterable[str]) -> dict[str, list[str]]:
+    """The refs of the memory each of MEMORY.md's ``lines`` (without "- ") states, for
+    those consolidation recorded (``LongTermRewritten.refs``)."""
+    wanted = sorted(set(lines))
+    if not wanted:
+        return {}
+    try:
+        rows = db.execute("SELECT line, refs FROM long_term_refs WHERE line IN"
+                          f" ({', '.join('?' * len(wanted))})", wanted).fetchall()
+    except sqlite3.OperationalError:  # not projected yet
+        return {}
+    return {line: json.loads(refs) for line, refs in rows}
 
 
 def read_long_term(db: sqlite3.Connection) -> str:

@@ -34,7 +34,7 @@ from .items import (
     item_key,
     key_part,
 )
-from .long_term import TITLE, read_long_term, without_since
+from .long_term import TITLE, read_long_term, stated_refs, without_since
 from .memories import NOT_MINED, list_memories, memory_states, replaced_refs
 from .passages import sentences
 from .readable import as_said
@@ -214,20 +214,21 @@ def _without_empty_headings(text: str) -> str:
 
 
 def _line_refs(db: sqlite3.Connection, text: str) -> list[str]:
-    """The refs of the active memories whose statements MEMORY.md's lines are (a line is
-    a memory's content, less its full stop, maybe with "(since DATE)" or "(said DATE)"):
-    what the block derives from."""
-    lines = {_bare(line) for line in text.splitlines() if line.startswith("- ")}
-    if not lines:
-        return []
-    marks = ", ".join("?" * len(lines))
-    rows = db.execute("SELECT refs FROM memories WHERE status = 'active' AND"
-                      f" lower(rtrim(content, '. ')) IN ({marks}) ORDER BY seq",
-                      sorted(lines)).fetchall()
-    refs: list[str] = []
-    for (found,) in rows:
-        refs += [r for r in json.loads(found or "[]") if r not in refs]
-    return refs
+    """What MEMORY.md's lines in ``text`` derive from: the refs of the memory each states,
+    as consolidation recorded them (:func:`.long_term.stated_refs`); for a line it did not
+    record (a MEMORY.md written before it did), those of the active memory whose content
+    the line is (less its full stop, maybe with "(since DATE)" or "(said DATE)")."""
+    bullets = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    recorded = stated_refs(db, bullets)
+    found = [ref for line in bullets for ref in recorded.get(line, ())]
+    lines = {_bare(line) for line in bullets if line not in recorded}
+    if lines:
+        marks = ", ".join("?" * len(lines))
+        rows = db.execute("SELECT refs FROM memories WHERE status = 'active' AND"
+                          f" lower(rtrim(content, '. ')) IN ({marks}) ORDER BY seq",
+                          sorted(lines)).fetchall()
+        found += [ref for (refs,) in rows for ref in json.loads(refs or "[]")]
+    return list(dict.fromkeys(found))
 
 
 def _relevant_lines(text: str, query: str) -> str:

@@ -334,3 +334,41 @@ def test_dry_run_shows_the_new_memory_md_and_changes_nothing(home: Home) -> None
     assert not (home.memory_dir / "MEMORY.md").exists()
     assert "1 line(s) added" in run("consolidate", "--heuristic").output
     assert "## Preferences\n- Ann likes tea\n" in memory_md(home)
+
+
+def test_each_line_records_the_refs_of_the_memory_it_states(home: Home) -> None:
+    """A line of MEMORY.md says its memory otherwise ("their", no "also", a theme's first
+    clause), so the refs of the memory each line states are recorded with the rewrite, and
+    recall gives them as MEMORY.md's provenance; a forgotten line's refs go with it, and a
+    secret in a line is masked in the projection as in the file."""
+    from events.types import MemoryForgotten
+    from projections import open_store
+    from projections.recall import recall
+
+    with EventLog(home.events_db) as log:
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+            {"id": "m1", "type": "user_preference", "refs": ["c:1"],
+             "content": "The user also loves cooking with the user's partner too."},
+            {"id": "m2", "type": "user_preference", "refs": ["c:2", "c:3"],
+             "content": "The user loves the password hunter2 for everything."},
+            {"id": "m3", "type": "user_preference", "refs": ["c:4"],
+             "content": "The user enjoys long walks by the canal."}]),
+            stream="memory", occurred_at=T0)
+    consolidate(home, HEURISTIC)
+    with EventLog(home.events_db) as log:
+        refs = log.read(types=["LongTermRewritten"])[-1].payload["refs"]
+    assert refs["The user loves cooking with their partner."] == ["c:1"]
+    assert refs["The user enjoys long walks by the canal."] == ["c:4"]
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        shown = {line: json.loads(r) for line, r in
+                 store.db.execute("SELECT line, refs FROM long_term_refs")}
+        assert shown["The user loves the password [secret] for everything."] == ["c:2", "c:3"]
+        assert all("hunter2" not in line for line in shown)
+        (item,) = [i for i in recall(store.db, "", budget=400, k=5,
+                                     whole_long_term=True).items if i.source == "long_term"]
+        assert set(item.refs) >= {"c:1", "c:4"}
+        log.append(MemoryForgotten(ids=["m3"], texts=["long walks by the canal"]),
+                   stream="memory")
+        store.catch_up_all()
+        assert "The user enjoys long walks by the canal." not in {
+            line for (line,) in store.db.execute("SELECT line FROM long_term_refs")}

@@ -56,7 +56,9 @@ def test_the_schema_1_home_opens_and_replays_to_the_same_digests(home: Home) -> 
                 continue  # a projection whose output changed on purpose (version bumped)
             assert store.digest(name) == then["digest"], name
             compared += 1
-    assert compared >= 5  # most of its 8 projections are still at the fixture's version
+    # half of its 8 projections are still at the fixture's version (long_term's refs of
+    # its lines, version 2, rebuild it: the fixture's rewrite has none)
+    assert compared >= 4
     backups = list((home.root / "backups").glob("events-v1-*.db"))
     assert len(backups) == 1  # taken before migrating, once
     assert table(backups[0], "PRAGMA user_version") == [(1,)]

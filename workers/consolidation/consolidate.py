@@ -460,6 +460,8 @@ class ConsolidationReport:
     dry_run: bool = False
     seconds: float = 0.0
     content: str = ""
+    # the refs of the memory each line of the content states, by the line (after "- ")
+    refs: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -632,26 +634,51 @@ def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
     return frozenset(m.id for m in active if lost.intersection(m.supersedes))
 
 
-def _restated(active: list[Memory], names: frozenset[str],
-              replacing: frozenset[str]) -> dict[str, str]:
+def _restated(active: list[Memory], names: frozenset[str], replacing: frozenset[str]
+              ) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The line to write now (:func:`bullet_of`; ``replacing`` as :func:`_replacing`
     gives) for an active mined memory, by the normal form of each way it has been written
-    (:func:`_earlier_forms`): a line an earlier version wrote otherwise is restated."""
+    (:func:`_earlier_forms`): a line an earlier version wrote otherwise is restated. And
+    the refs of each active memory by the normal form of each line it is written as (its
+    line, its statement, its theme line: :func:`line_refs` reads it)."""
     out: dict[str, str] = {}
+    refs: dict[str, list[str]] = {}
     for m in active:
-        if m.source in NOT_MINED or not m.content.strip():
+        if not m.content.strip():
             continue
         line = bullet_of(m, names, m.id in replacing)
+        if m.refs:
+            stated = statement_of(m)
+            for form in (line, stated, _first_clause(stated)):
+                refs.setdefault(normal(bare(form)), list(m.refs))
+        if m.source in NOT_MINED:
+            continue
         for form in (*_earlier_forms(m), statement_of(m)):
             out.setdefault(normal(form), line)
+    return out, refs
+
+
+def line_refs(content: str, stated: dict[str, list[str]]) -> dict[str, list[str]]:
+    """For each line of ``content`` that states an active memory (``stated``, by the normal
+    form of its line, as :func:`_restated` gives), the memory's refs, by the line's text:
+    what recall gives as the lines' provenance (``LongTermRewritten.refs``)."""
+    out: dict[str, list[str]] = {}
+    for raw in content.splitlines():
+        if raw.startswith("- "):
+            line = raw[2:]
+            found = stated.get(normal(bare(line)))
+            if found:
+                out[line] = found
     return out
 
 
 def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, str, str]],
           report: ConsolidationReport, today: dt.date | None = None,
-          phase_days: float = PHASE_DAYS) -> tuple[list[str], list[Section], set[str]]:
+          phase_days: float = PHASE_DAYS
+          ) -> tuple[list[str], list[Section], set[str], dict[str, list[str]]]:
     """The deterministic merge on ``today`` (the log's own time; ``phase_days`` as in
-    :func:`section_for`); returns (head, sections, titles of changed sections)."""
+    :func:`section_for`); returns (head, sections, titles of changed sections, the
+    memories' refs by the lines they are written as: :func:`line_refs`)."""
     head, parsed = parse(current)
     sections = {s.title: s for s in parsed}
     names = speaker_names(store)
@@ -668,7 +695,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             section.bullets = kept
             changed.add(section.title)
     replacing = _replacing(active, inactive)
-    restated = _restated(active, names, replacing)
+    restated, stated = _restated(active, names, replacing)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
         if lines != section.bullets:
@@ -698,7 +725,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         changed.add(THEMES)
     if lines or themes.other:
         sections[THEMES] = Section(THEMES, lines, themes.other)
-    return head, _ordered(sections), changed
+    return head, _ordered(sections), changed, stated
 
 
 def _model_rewrite(spec: MinerSpec, llm: LLMConfig, section: Section,
@@ -746,7 +773,7 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
         report.journals = sorted({e[2] for e in entries})
         today = log_now(log, clock.now()).date()
         config = load_config(home)
-        head, sections, changed = merge(store, current, entries, report, today,
+        head, sections, changed, stated = merge(store, current, entries, report, today,
                                         config.dreaming.half_life_days)
         events: list[NewEvent] = []
         if changed and spec.uses_model:
@@ -769,13 +796,14 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
                     step(1)
         content = _trim(head, sections, report)
         report.content, report.after_chars = content, len(content)
+        report.refs = line_refs(content, stated)
         report.changed = bool(changed) and content != current
         if report.changed:
             digest = hashlib.sha256(content.encode()).hexdigest()[:16]
             events.append(NewEvent(
                 stream=streams.MEMORY, idempotency_key=f"consolidate:{previous}:{digest}",
                 data=LongTermRewritten(content=content, journals=report.journals,
-                                       model=report.model,
+                                       model=report.model, refs=report.refs,
                                        reviewed_upto=max((e[0] for e in entries), default=upto))))
         if events and not dry_run and report.changed:
             log.append_many(events)
