@@ -646,14 +646,13 @@ def _restated(active: list[Memory], names: frozenset[str], replacing: frozenset[
     for m in active:
         if not m.content.strip():
             continue
-        line = bullet_of(m, names, m.id in replacing)
+        line, stated = bullet_of(m, names, m.id in replacing), statement_of(m)
         if m.refs:
-            stated = statement_of(m)
             for form in (line, stated, _first_clause(stated)):
                 refs.setdefault(normal(bare(form)), list(m.refs))
         if m.source in NOT_MINED:
             continue
-        for form in (*_earlier_forms(m), statement_of(m)):
+        for form in (*_earlier_forms(m), stated):
             out.setdefault(normal(form), line)
     return out, refs
 
