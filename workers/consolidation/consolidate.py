@@ -773,7 +773,7 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
         today = log_now(log, clock.now()).date()
         config = load_config(home)
         head, sections, changed, stated = merge(store, current, entries, report, today,
-                                        config.dreaming.half_life_days)
+                                                config.dreaming.half_life_days)
         events: list[NewEvent] = []
         if changed and spec.uses_model:
             llm = config.llm
