@@ -9,7 +9,7 @@ For each LoCoMo home under ``DIR`` (after the default night), the conversation's
 single-hop dev questions whose answer a line of its MEMORY.md states ("Which classical
 musicians does Melanie enjoy listening to?": "- Melanie is a fan of both classical like
 Bach and Mozart, …"): a line that contains the answer and shares at least
-:data:`FROM_EVIDENCE` of its words (past the speakers' names and a few function words)
+:data:`FROM_EVIDENCE` of its content words (past the speakers' names)
 with the question's evidence turns, so a line that holds the answer's word by chance ("…
 running, reading, or playing Melanie's violin" for the shoes Melanie runs in) does not
 count. Each is the first message of a fresh ``diarist chat`` session (the default
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -42,19 +41,14 @@ LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 sys.path.insert(0, str(REPO))
 
 from workers.eval.metrics import answer_f1, contains_answer  # noqa: E402
+from workers.mining.text import content_words  # noqa: E402
 
 FROM_EVIDENCE = 0.5   # of a line's words, at least, in the question's evidence turns
-_FUNCTION = frozenset("the and for with that this from have has been are was were but not you"
-                      " your they them their his her she him its our just really also like"
-                      " about what when which who how all some more very into than then"
-                      " there here out get got".split())
 
 
 def words(text: str) -> set[str]:
-    """The lower-cased words of ``text`` that say something (three letters or more, not
-    :data:`_FUNCTION`)."""
-    return {w for w in re.findall(r"[a-z'’]+", text.casefold())
-            if len(w) > 2 and w not in _FUNCTION}
+    """The words of ``text`` that carry meaning (:func:`workers.mining.text.content_words`)."""
+    return set(content_words(text))
 
 
 def states_evidence(line: str, evidence: str, names: set[str]) -> bool:

@@ -372,3 +372,10 @@ def test_each_line_records_the_refs_of_the_memory_it_states(home: Home) -> None:
         store.catch_up_all()
         assert "The user enjoys long walks by the canal." not in {
             line for (line,) in store.db.execute("SELECT line FROM long_term_refs")}
+        # a rewrite whose line carries a secret: the projection keeps it masked, as the file
+        line = "Ann's token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+        log.append(LongTermRewritten(content=f"# Memory\n\n## Notes\n- {line}\n",
+                                     refs={line: ["c:9"]}), stream="memory")
+        store.catch_up_all()
+        assert list(store.db.execute("SELECT line, refs FROM long_term_refs")) == [
+            ("Ann's token is [secret]", '["c:9"]')]
