@@ -2,6 +2,7 @@
 MEMORY.md from what lasts, and nothing left waiting — with the real embedding model."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,62 @@ def test_a_hobby_taken_up_instead_replaces_the_old_one(embedding: Home,
         turn("h/2", "2024-05-12T09:00:00Z", "user", "Lucas",
              "I've taken up birdwatching instead, and I love it.", "r2")])
     assert "birdwatching" in memory_md and "cello" not in memory_md, memory_md
+
+
+def test_of_two_values_said_in_one_breath_the_surer_is_current(embedding: Home,
+                                                                 tmp_path: Path) -> None:
+    """A LongMemEval user's turn: the classifier reads a brother who became a father as a
+    partner too, less surely than the husband (what the night's dream reads on a home:
+    :func:`classifier_sureness`). Nothing in one turn was said last, so the surer value is
+    current — in the memories and in MEMORY.md (the test below breaks the tie the other
+    way without the classifier); a value said later still replaces the older one."""
+    from workers.dreaming.dream import classifier_sureness
+
+    memory_md = night_over(embedding, tmp_path, [
+        turn("f/1", "2023-05-28T15:20:00Z", "user", "user",
+             "Let me start with my immediate family. I'm married, and my husband and I are "
+             "currently trying to start a family. As for siblings, I have a brother who's "
+             "recently become a father to Emma.", "r1"),
+        turn("f/2", "2023-06-02T10:00:00Z", "user", "user", "I work as a nurse at the moment.",
+             "r2"),
+        turn("f/3", "2023-07-09T10:00:00Z", "user", "user",
+             "I handed in my notice and from Monday I'm working as a librarian.", "r3")])
+    assert "the user is married" in memory_md.casefold(), memory_md
+    assert "brother" not in memory_md, memory_md
+    assert "librarian" in memory_md and "nurse" not in memory_md, memory_md
+    with open_store(embedding) as store:
+        [partner] = [m for m in list_memories(store.db) if m.subject == "user|partner"]
+        [brother] = [m for m in list_memories(store.db, None, ("superseded",))
+                     if "brother" in m.content]
+        sure = classifier_sureness(embedding, store)([partner, brother], "user|partner")
+    assert "married" in partner.content and brother.subject == "user|partner"
+    assert sure[partner.id] > sure[brother.id] > 0.5, sure
+
+
+def test_the_classifier_breaks_a_tie_in_time_that_the_ids_would_break_otherwise(
+        exported_model: Path) -> None:
+    """The same two values as above, their ids ordered so that without the classifier the
+    brother would win the tie; with it the husband does, and a value said later wins
+    whatever the classifier says."""
+    from workers.dreaming.dream import _replaced
+
+    read = classifier(exported_model)
+
+    def sureness(memories: list[Memory], subject: str) -> dict[str, float]:
+        found = read.sureness([(m.content, "user", "partner") for m in memories])
+        return {m.id: p for m, p in zip(memories, found, strict=True)}
+
+    def value(memory_id: str, text: str, at: str) -> Memory:
+        return replace(mined_line(text, "user|partner", at=at), id=memory_id)
+
+    husband = value("a", "The user is married, and the user's husband and the user are "
+                         "currently trying to start a family.", "2023-05-28T15:20:00Z")
+    brother = value("b", "As for siblings, the user has a brother who's recently become a "
+                         "father to Emma.", "2023-05-28T15:20:00Z")
+    assert _replaced("user|partner", [husband, brother], {})[0].id == "b"
+    assert _replaced("user|partner", [husband, brother], {}, sureness) == (husband, ["b"])
+    later = replace(brother, last_seen="2023-06-01T09:00:00Z")
+    assert _replaced("user|partner", [husband, later], {}, sureness) == (later, ["a"])
 
 
 def test_a_night_over_an_old_history_keeps_current_values_only(embedding: Home,

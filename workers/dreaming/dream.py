@@ -1,7 +1,7 @@
 """Dreaming: the active memories reviewed as a whole, every decision appended as an event.
 
-No model is called; every rule is deterministic, so a dream over the same memories at the
-same time decides the same.
+No language model is called; every rule is deterministic, so a dream over the same
+memories at the same time decides the same.
 
 1. **Merge duplicates** (``MemoriesMerged``): memories with the same normal form, and near
    duplicates by embedding (:func:`workers.mining.text.near_duplicate` over the cached
@@ -18,7 +18,9 @@ same time decides the same.
    place" replaces no home) but different content contradict each other, as far as the
    attribute's ``change`` says (:mod:`workers.mining.attributes`): for one held at a time,
    among the credible ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then
-   the more confident, then by source as above, and the others are superseded by it;
+   the one the attribute classifier reads more surely (only among values said at the
+   same time, as in one turn), then the more confident, then by source as above, and the
+   others are superseded by it;
    for one held several at once (hobbies, pets), only a newer statement that announces a
    change replaces, and only those said before it; allergies are never replaced. The
    superseded stay in history. Recall drops superseded memories, so the newer fact is
@@ -44,7 +46,7 @@ import datetime as dt
 import hashlib
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +66,16 @@ from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
 
-from ..mining.attributes import ADDS, ANNOUNCED, REPLACES, announces_change, change_of
+from ..mining.attributes import (
+    ADDS,
+    ANNOUNCED,
+    REPLACES,
+    Classifier,
+    announces_change,
+    attribute_of,
+    change_of,
+    load_classifier,
+)
 from ..mining.text import (
     NEAR_DUPLICATE_COSINE,
     lasting,
@@ -221,8 +232,12 @@ def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tup
     return events, gone, said
 
 
+Sureness = Callable[[list[Memory], str], dict[str, float]]
+
+
 def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport,
-               names: frozenset[str] = frozenset()) -> tuple[list[NewEvent], set[str]]:
+               names: frozenset[str] = frozenset(), sureness: Sureness | None = None
+               ) -> tuple[list[NewEvent], set[str]]:
     by_subject: dict[str, list[Memory]] = {}
     for memory in memories:
         subject = subject_of(memory)
@@ -233,7 +248,7 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
     for subject, members in sorted(by_subject.items()):
         if len({normal(m.content) for m in members}) < 2:
             continue
-        found = _replaced(subject, members, said)
+        found = _replaced(subject, members, said, sureness)
         if found is None:
             continue
         winner, losers = found
@@ -248,12 +263,16 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
     return events, gone
 
 
-def _replaced(subject: str, members: list[Memory],
-              said: dict[str, str]) -> tuple[Memory, list[str]] | None:
+def _replaced(subject: str, members: list[Memory], said: dict[str, str],
+              sureness: Sureness | None = None) -> tuple[Memory, list[str]] | None:
     """(the current memory, the ids it replaces) among a subject's memories, by how its
     attribute changes (:func:`workers.mining.attributes.change_of`): one value at a time,
     the one said last wins over all others; several at once, the last that announces a
-    change wins over those said before it; a kind that only adds, none."""
+    change wins over those said before it; a kind that only adds, none. Of values said
+    at the same time (one turn: nothing was said last) the one the classifier reads as
+    that attribute most surely wins (``sureness``: :func:`classifier_sureness`): "I'm
+    married, and my husband and I … As for siblings, I have a brother who's recently
+    become a father" is a partner at 0.84 and one at 0.67, and the marriage stays."""
     change = change_of(subject)
     if change == ADDS:
         return None
@@ -265,10 +284,45 @@ def _replaced(subject: str, members: list[Memory],
         credible = [m for m in credible if announces_change(m.content)]
         if not credible:
             return None
-    winner = max(credible, key=lambda m: (when(m), m.confidence, _source_rank(m), m.id))
+    newest = max(when(m) for m in credible)
+    tied = [m for m in credible if when(m) == newest]
+    sure = sureness(tied, subject) if sureness is not None and len(tied) > 1 else {}
+    winner = max(credible, key=lambda m: (when(m), sure.get(m.id, 0.0), m.confidence,
+                                          _source_rank(m), m.id))
     losers = sorted(m.id for m in members if m.id != winner.id
                     and (change == REPLACES or when(m) < when(winner)))
     return (winner, losers) if losers else None
+
+
+def classifier_sureness(home: Home, store: ProjectionStore) -> Sureness:
+    """How surely the attribute classifier (:class:`workers.mining.attributes.Classifier`)
+    reads each memory as its subject's attribute, by memory id; loaded on first use, and
+    nothing (every memory alike: the one said last wins) without the embedding model or
+    the weights."""
+    loaded: list[Classifier | None] = []
+
+    def sureness(memories: list[Memory], subject: str) -> dict[str, float]:
+        if not loaded:
+            from projections.embedding import active_embedder
+
+            loaded.append(load_classifier(active_embedder(home, store)))
+        classifier = loaded[0]
+        if classifier is None:
+            return {}
+        who, _, label = subject.rpartition("|")
+        key = attribute_of(label)
+        found = classifier.sureness([(m.content, _as_written(who, m.content), key)
+                                     for m in memories])
+        return {m.id: p for m, p in zip(memories, found, strict=True)}
+
+    return sureness
+
+
+def _as_written(who: str, content: str) -> str:
+    """A subject key's person (casefolded: "john", "user") as ``content`` writes them
+    ("John"; "user" of "The user"), as mining gave them to the classifier."""
+    found = re.search(rf"\b{re.escape(who)}\b", content, re.IGNORECASE)
+    return found.group() if found else who
 
 
 def log_now(log: EventLog, wall: dt.datetime) -> dt.datetime:
@@ -329,8 +383,9 @@ def dream(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
             merges, gone, said = _merges(memories, groups, report)
             step(1)
             remaining = [m for m in memories if m.id not in gone]
-            conflicts, superseded = _conflicts(remaining, said, report,
-                                               speaker_names(store))
+            conflicts, superseded = _conflicts(
+                remaining, said, report, speaker_names(store),
+                classifier_sureness(home, store) if embed else None)
             step(1)
             remaining = [m for m in remaining if m.id not in superseded]
             decay = _fade(log, remaining, said, now, config.dreaming.half_life_days,

@@ -349,19 +349,10 @@ class Classifier:
         """For each (statement, who): the probability and key of its likeliest attribute
         over its clauses said of them (:func:`names_them`), *none* aside, and that clause;
         (0.0, "", "") when that is a decoy or no clause is theirs."""
-        import numpy as np
-
-        index: list[int] = []
-        flat: list[str] = []
-        for i, (statement, who) in enumerate(statements):
-            for clause in clauses(statement, who):
-                if names_them(clause, who):
-                    index.append(i)
-                    flat.append(clause)
+        index, flat, probs = self._clauses(statements)
         best: list[tuple[float, str, str]] = [(0.0, "", "")] * len(statements)
-        if not flat:  # no statement has a clause said of its person
+        if probs is None:  # no statement has a clause said of its person
             return best
-        probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
         none = self.labels.index(NONE)
         for i, clause, row in zip(index, flat, probs, strict=True):
             row = row.copy()
@@ -371,6 +362,38 @@ class Classifier:
                 best[i] = (float(row[k]), self.labels[k], clause)
         decoys = {d.key for d in DECOYS}
         return [(0.0, "", "") if b[1] in decoys else b for b in best]
+
+    def sureness(self, statements: Sequence[tuple[str, str, str]]) -> list[float]:
+        """For each (statement, who, attribute key): how surely it says that attribute of
+        them — the attribute's highest probability over its clauses said of them; 0.0 when
+        the key is none the classifier knows or no clause is theirs."""
+        index, flat, probs = self._clauses([(s, who) for s, who, _ in statements])
+        out = [0.0] * len(statements)
+        if probs is None:
+            return out
+        for i, row in zip(index, probs, strict=True):
+            key = statements[i][2]
+            if key in self.labels:
+                out[i] = max(out[i], float(row[self.labels.index(key)]))
+        return out
+
+    def _clauses(self, statements: Sequence[tuple[str, str]]) -> tuple[list[int], list[str],
+                                                                          Any]:
+        """The clauses of each (statement, who) said of them (:func:`names_them`): their
+        statements' indexes, the clauses, and the probabilities of each (None when
+        there are none)."""
+        import numpy as np
+
+        index: list[int] = []
+        flat: list[str] = []
+        for i, (statement, who) in enumerate(statements):
+            for clause in clauses(statement, who):
+                if names_them(clause, who):
+                    index.append(i)
+                    flat.append(clause)
+        if not flat:
+            return index, flat, None
+        return index, flat, softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
 
 
 def softmax(z: Any) -> Any:
