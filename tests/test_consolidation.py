@@ -174,16 +174,24 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
 
 def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> None:
     """A value told in passing ("Ann drives a red hatchback") is dated by the day it was
-    said, unless dreaming found it replacing an older value (a conflict); a duplicate
-    merged into it replaced none."""
+    said, unless dreaming found it replacing a value said before it (a conflict; one said
+    in the same turn tells of no change); a duplicate merged into it replaced none."""
     from workers.dreaming.dream import CONFLICT
 
     with EventLog(home.events_db) as log:
-        log.append(MemoriesMined(session="s", model="heuristic", memories=[
+        log.append(MemoriesMined(session="s0", model="heuristic", memories=[
             {"id": "old", "type": "user_preference", "subject": "ann|car",
              "content": "Ann drives a blue estate."},
+            {"id": "wed", "type": "user_preference", "subject": "ann|partner",
+             "content": "Ann is married to Bea."}]),
+            stream="memory", occurred_at=T0 - dt.timedelta(days=30))
+        log.append(MemoriesMined(session="s", model="heuristic", memories=[
             {"id": "new", "type": "user_preference", "subject": "ann|car",
              "content": "Ann drives a red hatchback."},
+            {"id": "baker", "type": "user_preference", "subject": "ann|job",
+             "content": "Ann works as a baker."},
+            {"id": "chef", "type": "user_preference", "subject": "ann|job",
+             "content": "Ann works as a chef."},
             {"id": "a1", "type": "user_preference", "subject": "ann|allergy",
              "content": "Ann is allergic to shellfish."},
             {"id": "a2", "type": "user_preference", "subject": "ann|allergy",
@@ -191,12 +199,16 @@ def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> No
         log.append(MemorySuperseded(ids=["old"], by="new",
                                     reason=f"{CONFLICT} 'ann|car': the fact said last wins"),
                    stream="memory")
+        log.append(MemorySuperseded(ids=["baker"], by="chef", reason=f"{CONFLICT} 'ann|job'"),
+                   stream="memory")
         log.append(MemoriesMerged(ids=["a2"], into="a1", reason="duplicates (same text)"),
                    stream="memory")
     consolidate(home, HEURISTIC)
     assert "- Ann drives a red hatchback (since 1 May 2024)\n" in memory_md(home)
     assert "- Ann is allergic to shellfish (said 1 May 2024)\n" in memory_md(home)
-    assert "blue estate" not in memory_md(home)
+    assert "- Ann is married to Bea (said 1 April 2024)\n" in memory_md(home)   # no wedding
+    assert "- Ann works as a chef (said 1 May 2024)\n" in memory_md(home)   # one turn's tie
+    assert "blue estate" not in memory_md(home) and "baker" not in memory_md(home)
 
 
 def test_a_line_an_earlier_version_wrote_whole_is_restated(home: Home) -> None:

@@ -202,6 +202,7 @@ def test_of_two_values_said_in_one_breath_the_surer_is_current(embedding: Home,
         turn("f/3", "2023-07-09T10:00:00Z", "user", "user",
              "I handed in my notice and from Monday I'm working as a librarian.", "r3")])
     assert "the user is married" in memory_md.casefold(), memory_md
+    assert "(said 28 May 2023)" in memory_md, memory_md     # no change: nothing said before
     assert "brother" not in memory_md, memory_md
     assert "librarian" in memory_md and "nurse" not in memory_md, memory_md
     with open_store(embedding) as store:

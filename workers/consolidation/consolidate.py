@@ -628,10 +628,17 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
 def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
     """The active memories whose value replaced an older one: dreaming superseded that one
     (among ``inactive``) on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a
-    duplicate merged."""
-    lost = {m.id for m in inactive
+    duplicate merged, and it was said before (not in the same turn: "I'm married … I have a
+    brother who's recently become a father" tells of no marriage begun that day)."""
+    lost = {m.id: _last_said(m) for m in inactive
             if m.status == "superseded" and m.reason.startswith(CONFLICT)}
-    return frozenset(m.id for m in active if lost.intersection(m.supersedes))
+    return frozenset(m.id for m in active
+                     if any(lost.get(old, _last_said(m)) < _last_said(m) for old in m.supersedes))
+
+
+def _last_said(memory: Memory) -> str:
+    """When a memory was last said (ISO time), as dreaming orders a conflict's values."""
+    return max(memory.created_at, memory.last_seen or "")
 
 
 def _restated(active: list[Memory], names: frozenset[str], replacing: frozenset[str]

@@ -159,8 +159,11 @@ _SETS = re.compile(r"\b(?:got|bought|purchased|adopted|rescued|moved|relocated|m
                    r"|engaged|graduated|enrolled|hired|retired|lost|broke up|divorced"
                    r"|signed up|named|found out|learned|realized|discovered)\b", re.IGNORECASE)
 _STATE = re.compile(r"\b(?:is|are|am|has|have|works|lives|owns)\b", re.IGNORECASE)
-# "has got" is having, not getting ("Melanie has got a pup and a kitty")
+# "has got" is having, not getting ("Melanie has got a pup and a kitty"); "is married" is
+# being, not marrying
 _HAVING = re.compile(r"\b(?:has|have|had|['’]ve|['’]s) got\b", re.IGNORECASE)
+_WED = re.compile(r"\b(?:is|are|am|was|were|been|['’]s|['’]m|['’]re) (?:happily )?married\b",
+                  re.IGNORECASE)
 
 
 def says_a_change(statement: str) -> bool:
@@ -168,8 +171,9 @@ def says_a_change(statement: str) -> bool:
     moved to Leeds", "… adopted a parrot", "… found out Joanna is allergic to cockroaches";
     :func:`.attributes.takes_up`: "… took up chess", "… switched to green tea", "… is now
     part of the brigade") — rather than telling of a state in passing ("… is lactose
-    intolerant", "… has got a pup", "… drives a red hatchback"), which it had already."""
-    text = _HAVING.sub("has", statement)
+    intolerant", "… has got a pup", "… is married", "… drives a red hatchback"), which it
+    had already."""
+    text = _WED.sub("is wed", _HAVING.sub("has", statement))
     return bool(_SETS.search(text)) or takes_up(text)
 
 
