@@ -63,7 +63,7 @@ from projections.secrets import scrub
 from projections.tokens import estimate
 from projections.when import last_day, periods
 
-from ..dreaming.dream import CONFLICT, log_now
+from ..dreaming.dream import CONFLICT, log_now, said_at
 from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import is_taste
 from ..mining.candidates import HEURISTIC
@@ -630,15 +630,10 @@ def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
     (among ``inactive``) on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a
     duplicate merged, and it was said before (not in the same turn: "I'm married … I have a
     brother who's recently become a father" tells of no marriage begun that day)."""
-    lost = {m.id: _last_said(m) for m in inactive
+    lost = {m.id: said_at(m) for m in inactive
             if m.status == "superseded" and m.reason.startswith(CONFLICT)}
     return frozenset(m.id for m in active
-                     if any(lost.get(old, _last_said(m)) < _last_said(m) for old in m.supersedes))
-
-
-def _last_said(memory: Memory) -> str:
-    """When a memory was last said (ISO time), as dreaming orders a conflict's values."""
-    return max(memory.created_at, memory.last_seen or "")
+                     if any(lost.get(old, said_at(m)) < said_at(m) for old in m.supersedes))
 
 
 def _restated(active: list[Memory], names: frozenset[str], replacing: frozenset[str]

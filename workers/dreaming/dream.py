@@ -114,7 +114,8 @@ class DreamReport:
     decisions: list[str] = field(default_factory=list)   # one line each, for the summary
 
 
-def _said(memory: Memory) -> str:
+def said_at(memory: Memory) -> str:
+    """When a memory was last said (ISO time): what orders a conflict's values."""
     return max(memory.created_at, memory.last_seen or "")
 
 
@@ -225,7 +226,7 @@ def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tup
             f"merge:{keeper.id}", others), data=MemoriesMerged(ids=others, into=keeper.id,
                                                                reason=reason)))
         gone.update(others)
-        said[keeper.id] = max(_said(m) for m in members)
+        said[keeper.id] = max(said_at(m) for m in members)
         report.merged_groups += 1
         report.merged += len(others)
         report.decisions.append(f"merge {len(others)} into {keeper.id}: {keeper.content[:80]}")
@@ -277,7 +278,7 @@ def _replaced(subject: str, members: list[Memory], said: dict[str, str],
     if change == ADDS:
         return None
     def when(m: Memory) -> str:
-        return said.get(m.id, _said(m))
+        return said.get(m.id, said_at(m))
 
     credible = [m for m in members if m.confidence >= CREDIBLE] or members
     if change == ANNOUNCED:
