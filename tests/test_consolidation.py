@@ -192,6 +192,8 @@ def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> No
              "content": "Ann works as a baker."},
             {"id": "chef", "type": "user_preference", "subject": "ann|job",
              "content": "Ann works as a chef."},
+            {"id": "cat", "type": "user_preference", "subject": "ann|cat",
+             "content": "Ann's cat Luna sleeps on her new tower, which Ann got from Petco."},
             {"id": "a1", "type": "user_preference", "subject": "ann|allergy",
              "content": "Ann is allergic to shellfish."},
             {"id": "a2", "type": "user_preference", "subject": "ann|allergy",
@@ -208,6 +210,7 @@ def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> No
     assert "- Ann is allergic to shellfish (said 1 May 2024)\n" in memory_md(home)
     assert "- Ann is married to Bea (said 1 April 2024)\n" in memory_md(home)   # no wedding
     assert "- Ann works as a chef (said 1 May 2024)\n" in memory_md(home)   # one turn's tie
+    assert "which Ann got from Petco (said 1 May 2024)\n" in memory_md(home)  # not the cat
     assert "blue estate" not in memory_md(home) and "baker" not in memory_md(home)
 
 

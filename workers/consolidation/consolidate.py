@@ -403,6 +403,11 @@ def _plain(content: str) -> str:
     return LIST_MARK.sub("", " ".join(scrub(content).split()))
 
 
+# a relative clause after a comma: what it tells of began with something else ("… her new
+# cat tower, which the user got from Petco")
+_RELATIVE = re.compile(r",\s+(?:which|who|whom|whose|where)\b")
+
+
 def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
               replaced: bool = False) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
@@ -410,8 +415,9 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
     the line dates itself ("… got a new puppy on February 10th (since 1 November 2023)"
     would read as two beginnings). The day it began, "(since 7 March 2026)", the day it was
     first said, only when the value is known to have begun then: the line tells of the
-    change (:func:`..mining.values.says_a_change`: "… moved to Leeds", "… switched to
-    green tea") or the value ``replaced`` an older one (dreaming's supersede on a
+    change before any relative clause (:func:`..mining.values.says_a_change`: "… moved
+    to Leeds", "… switched to green tea"; not "… lounges on her cat tower, which the user
+    got from Petco") or the value ``replaced`` an older one (dreaming's supersede on a
     conflict). Otherwise the value was told in passing, and had held for who knows how
     long: "(said 17 April 2022)", the day it was last said ("Joanna is lactose intolerant
     (since 17 April 2022)" would read as the day it began). So too, whatever the rest,
@@ -427,7 +433,8 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
     impending = IMPENDING.search(text)
     if not impending and not (memory.subject and states_a_value(memory, names)):
         return text
-    if not impending and not _HELD_FOR.search(text) and (replaced or says_a_change(text)):
+    if not impending and not _HELD_FOR.search(text) and (
+            replaced or says_a_change(_RELATIVE.split(text, maxsplit=1)[0])):
         return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     said = from_iso(memory.last_seen or memory.created_at).date()
     return f"{text.rstrip('.')} (said {day_text(said)})"
