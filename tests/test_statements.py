@@ -64,6 +64,13 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("Taking some me-time helps me.", "Taking some me-time helps Caroline."),
     ("I moved to the US with my US-based team.",
      "Caroline moved to the US with Caroline's US-based team."),
+    # nor is a title that a first-person word is part of
+    ("I loved The Last of Us.", "Caroline loved The Last of Us."),
+    ("We watched Despicable Me with our kids.",
+     "Caroline watched Despicable Me with Caroline's kids."),
+    ("My favourite band is My Chemical Romance.",
+     "Caroline's favourite band is My Chemical Romance."),
+    ("I got a bike. My old one broke.", "Caroline got a bike. Caroline's old one broke."),
     # the spoken forms agree as the words they stand for ("Caroline wannas" before)
     ("I wanna help make a difference.", "Caroline wants to help make a difference."),
     ("I gotta do something.", "Caroline has to do something."),

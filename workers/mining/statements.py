@@ -218,6 +218,12 @@ def display_name(speaker: str) -> str:
     return _USER if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
 
 
+def _opens(tokens: list[str], i: int) -> bool:
+    """Whether ``tokens[i]`` opens a sentence, a quote or what follows a colon."""
+    before = next((t for t in reversed(tokens[:i]) if not t.isspace()), "")
+    return not before or before[-1] in '.!?:"“(' or before == "'"
+
+
 def _possessive(name: str) -> str:
     return name + ("'" if name.endswith("s") else "'s")
 
@@ -238,8 +244,12 @@ def third_person(sentence: str, speaker: str) -> str:
             out.append(token)
             continue
         words.append(token)
-        # a hyphenated word stays as said ("me-time", "US-based"), and so does the country
-        if token == "US" or _hyphenated(tokens, i):
+        # a hyphenated word stays as said ("me-time", "US-based"), and so does the country,
+        # and a first-person word capitalised past the sentence's first word: a title's or
+        # a name's ("The Last of Us", "Despicable Me", "My Chemical Romance")
+        if token == "US" or _hyphenated(tokens, i) or (
+                token[0].isupper() and not _opens(tokens, i) and not low.startswith("i")
+                and (low in _OBJECT or low in _CONTRACTED or low == "we")):
             out.append(token)
             agree = False
             continue
