@@ -15,7 +15,8 @@ third-person statements that name who.
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
    is", "I wanna" → "Caroline wants to"), "my"/"our" the name's possessive, "me"/"us" the
-   name (not inside a hyphenated word, "me-time", nor the country, "the US"); relative
+   name (not inside a hyphenated word, "me-time", nor the country, "the US", nor one
+   capitalised past a sentence's opening, a title's: "The Last of Us"); relative
    time is resolved from the turn's own time (:func:`projections.relative_time.resolve`).
    A sentence said without its "I" ("Lost my job yesterday") gets it back first. A
    speaker with no name ("user") is written "the user" ("The user" where it opens a
