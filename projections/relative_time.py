@@ -136,9 +136,9 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
         before = text[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
         if match.group("approx"):       # "about two years ago": "around 2021"
             phrase = "around " + phrase.split(" ", 1)[1]
-        elif before in _PREPOSITIONS:     # "since yesterday": "since 7 May 2023"
-            phrase = phrase.split(" ", 1)[1]
-        return phrase
+        elif before in _PREPOSITIONS or _POSSESSIVE.match(text, match.end()):
+            phrase = phrase.split(" ", 1)[1]  # "since yesterday": "since 7 May 2023";
+        return phrase                         # "last week's": "the week of … 2023's"
 
     # code spans (`tidewatch today`) are commands, not time
     return "`".join(part if i % 2 else _PATTERN.sub(replace, part)
@@ -151,12 +151,19 @@ def annotate(text: str, at: dt.datetime | dt.date) -> str:
     need not do the arithmetic from the item's date itself."""
     day = at.date() if isinstance(at, dt.datetime) else at
 
-    def bracket(match: re.Match[str]) -> str:
-        return f"{match.group(0)} [{_phrase(match, day).split(' ', 1)[1]}]"
+    def bracketed(part: str) -> str:   # after a possessive: "last week's [the week of …]"
+        out, end = [], 0
+        for match in _PATTERN.finditer(part):
+            said = _POSSESSIVE.match(part, match.end())
+            stop = said.end() if said else match.end()
+            out += [part[end:match.start()], part[match.start():stop],
+                    f" [{_phrase(match, day).split(' ', 1)[1]}]"]
+            end = stop
+        return "".join(out) + part[end:]
 
-    return "`".join(part if i % 2 else _PATTERN.sub(bracket, part)
-                    for i, part in enumerate(text.split("`")))
+    return "`".join(part if i % 2 else bracketed(part) for i, part in enumerate(text.split("`")))
 
 
+_POSSESSIVE = re.compile(r"['’]s\b")
 _PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
                            "in", "of", "for", "around", "during", "through"})

@@ -27,6 +27,8 @@ SUNDAY = dt.datetime(2023, 12, 31, 22, tzinfo=dt.UTC)
     ("next week", SUNDAY, "next week [the week of 1 January 2024]"),
     ("run `diarist today`", dt.date(2024, 1, 1), "run `diarist today`"),   # code is no time
     ("the weekly meeting", SUNDAY, "the weekly meeting"),                 # nothing relative
+    ("Last week's prompt was fun", SUNDAY,                       # the date after a possessive
+     "Last week's [the week of 18 December 2023] prompt was fun"),
 ])
 def test_annotate_keeps_the_words_and_adds_the_date(said: str, at: dt.date,
                                                     expected: str) -> None:

@@ -37,6 +37,10 @@ MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first sessi
     ("I started about five years ago", MONDAY, "I started around 2018"),
     ("posted it about 2 weeks ago", MONDAY, "posted it around 24 April 2023"),
     ("since about a month ago", MONDAY, "since around April 2023"),
+    # a possessive is the day's, not "on 7 May 2023's game"
+    ("yesterday's game", MONDAY, "7 May 2023's game"),
+    ("last week's prompt was fun", MONDAY, "the week of 1 May 2023's prompt was fun"),
+    ("I loved last month’s issue", MONDAY, "I loved April 2023’s issue"),
 ])
 def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datetime,
                                                          expected: str) -> None:
@@ -71,6 +75,9 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("My favourite band is My Chemical Romance.",
      "Caroline's favourite band is My Chemical Romance."),
     ("I got a bike. My old one broke.", "Caroline got a bike. Caroline's old one broke."),
+    ('I love the "How I Built This" podcast.', 'Caroline loves the "How I Built This" podcast.'),
+    ("My motto is “I can do it” and I mean it.",
+     "Caroline's motto is “I can do it” and Caroline means it."),
     # the spoken forms agree as the words they stand for ("Caroline wannas" before)
     ("I wanna help make a difference.", "Caroline wants to help make a difference."),
     ("I gotta do something.", "Caroline has to do something."),

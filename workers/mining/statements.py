@@ -16,7 +16,8 @@ third-person statements that name who.
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
    is", "I wanna" → "Caroline wants to"), "my"/"our" the name's possessive, "me"/"us" the
    name (not inside a hyphenated word, "me-time", nor the country, "the US", nor one
-   capitalised past a sentence's opening, a title's: "The Last of Us"); relative
+   capitalised past a sentence's opening, a title's: "The Last of Us", nor any word in
+   double quotes: "How I Built This"); relative
    time is resolved from the turn's own time (:func:`projections.relative_time.resolve`).
    A sentence said without its "I" ("Lost my job yesterday") gets it back first. A
    speaker with no name ("user") is written "the user" ("The user" where it opens a
@@ -239,12 +240,20 @@ def third_person(sentence: str, speaker: str) -> str:
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
     words: list[str] = []    # the words so far, as said
+    quoted = False       # inside double quotes: a title or someone's words, as said
     for i, token in enumerate(tokens):
         low = token.lower()
         if token.isspace() or not token[0].isalpha():
             out.append(token)
+            for mark in token:
+                quoted = (not quoted) if mark == '"' else (
+                    True if mark == "“" else False if mark == "”" else quoted)
             continue
         words.append(token)
+        if quoted:
+            out.append(token)
+            agree = False
+            continue
         # a hyphenated word stays as said ("me-time", "US-based"), and so does the country,
         # and a first-person word capitalised past the sentence's first word: a title's or
         # a name's ("The Last of Us", "Despicable Me", "My Chemical Romance")
