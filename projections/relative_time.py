@@ -133,10 +133,11 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
 
     def replace(match: re.Match[str]) -> str:
         phrase = _phrase(match, day)
-        before = text[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
+        said = match.string            # the part outside code spans the match is in
+        before = said[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
         if match.group("approx"):       # "about two years ago": "around 2021"
             phrase = "around " + phrase.split(" ", 1)[1]
-        elif before in _PREPOSITIONS or _POSSESSIVE.match(text, match.end()):
+        elif before in _PREPOSITIONS or _POSSESSIVE.match(said, match.end()):
             phrase = phrase.split(" ", 1)[1]  # "since yesterday": "since 7 May 2023";
         return phrase                         # "last week's": "the week of … 2023's"
 

@@ -41,6 +41,8 @@ MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first sessi
     ("yesterday's game", MONDAY, "7 May 2023's game"),
     ("last week's prompt was fun", MONDAY, "the week of 1 May 2023's prompt was fun"),
     ("I loved last month’s issue", MONDAY, "I loved April 2023’s issue"),
+    # the word before is read in the text past a code span, not at its offset in the whole
+    ("ran `diarist sync` since yesterday", MONDAY, "ran `diarist sync` since 7 May 2023"),
 ])
 def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datetime,
                                                          expected: str) -> None:

@@ -220,6 +220,15 @@ def display_name(speaker: str) -> str:
     return _USER if speaker.strip().casefold() in GENERIC_SPEAKERS else speaker.strip()
 
 
+def _in_quotes(marks: str, quoted: bool) -> bool:
+    """Whether what follows ``marks`` (a run of punctuation) is inside double quotes,
+    given whether what came before them was."""
+    for mark in marks:
+        if mark in '"“”':
+            quoted = mark == "“" or (mark == '"' and not quoted)
+    return quoted
+
+
 def _opens(tokens: list[str], i: int) -> bool:
     """Whether ``tokens[i]`` opens a sentence, a quote or what follows a colon."""
     before = next((t for t in reversed(tokens[:i]) if not t.isspace()), "")
@@ -245,9 +254,7 @@ def third_person(sentence: str, speaker: str) -> str:
         low = token.lower()
         if token.isspace() or not token[0].isalpha():
             out.append(token)
-            for mark in token:
-                quoted = (not quoted) if mark == '"' else (
-                    True if mark == "“" else False if mark == "”" else quoted)
+            quoted = _in_quotes(token, quoted)
             continue
         words.append(token)
         if quoted:
