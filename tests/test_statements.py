@@ -135,6 +135,10 @@ def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_op
     ("Let me know if there's anything else I can do.", False),
     ("Give me the steps for my caseload.", False),
     ("Wish me luck.", False),
+    # what a person asks an assistant to do (LongMemEval's pasted briefs)
+    ("Write me the title tag for the home page of my site.", False),
+    ("Love it, now write a similar paragraph about my Paint Protection services.", False),
+    ("I write poems for my blog every week.", True),
     ("Got it, I will set my alarm early.", False),       # an acknowledgment
 ])
 def test_only_disclosures_are_candidates(sentence: str, kept: bool) -> None:

@@ -66,8 +66,13 @@ _HEDGE = re.compile(r"^(?:i think|i guess|i feel like|i believe|i wonder|i mean|
 # a request or an invitation to the listener, whose "I"/"my" is no disclosure ("Check out my
 # painting", "Let me know …", "Give me the steps …"): the sentence opens with a verb in the
 # imperative, no subject before it
-_IMPERATIVE = re.compile(r"^(?:check|give|join|take|keep|let|make|tell|show|meet|remember"
-                         r"|imagine|try|come|follow|listen|send|help|share|stop|wish (?:me|us))\b")
+_IMPERATIVE = re.compile(r"^(?:(?:now|great|perfect|love it|thanks)[,!.]? (?:now,? )?)?"
+                         r"(?:check|give|join|take|keep|let|make|tell|show|meet|remember"
+                         r"|imagine|try|come|follow|listen|send|help|share|stop|wish (?:me|us)"
+                         # what a person asks an assistant to do: "Write me the title tag
+                         # for …", "Now write a paragraph about my services"
+                         r"|write|rewrite|create|generate|draft|compose|summari[sz]e|translate"
+                         r"|explain|describe|suggest|recommend|provide|list)\b")
 _REQUEST_COLON = re.compile(r"^[^:]{3,80}:\s+(?=\S)")
 
 
