@@ -262,14 +262,10 @@ def third_person(sentence: str, speaker: str) -> str:
             quoted = _in_quotes(token, quoted)
             continue
         words.append(token)
-        if quoted:
-            out.append(token)
-            agree = False
-            continue
-        # a hyphenated word stays as said ("me-time", "US-based"), and so does the country,
-        # and a first-person word capitalised past the sentence's first word: a title's or
-        # a name's ("The Last of Us", "Despicable Me", "My Chemical Romance")
-        if token == "US" or _hyphenated(tokens, i) or (
+        # a word in double quotes stays as said (a title, someone's words), and so do a
+        # hyphenated word ("me-time", "US-based"), the country, and a first-person word
+        # capitalised past a sentence's opening ("The Last of Us", "My Chemical Romance")
+        if quoted or token == "US" or _hyphenated(tokens, i) or (
                 token[0].isupper() and not _opens(tokens, i) and not low.startswith("i")
                 and (low in _OBJECT or low in _CONTRACTED or low == "we")):
             out.append(token)
