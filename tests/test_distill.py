@@ -183,13 +183,14 @@ def test_a_hobby_taken_up_instead_replaces_the_old_one(embedding: Home,
     assert "birdwatching" in memory_md and "cello" not in memory_md, memory_md
 
 
-def test_of_two_values_said_in_one_breath_the_surer_is_current(embedding: Home,
-                                                                 tmp_path: Path) -> None:
+def test_a_relative_the_classifier_reads_as_a_partner_is_no_partner(embedding: Home,
+                                                                     tmp_path: Path) -> None:
     """A LongMemEval user's turn: the classifier reads a brother who became a father as a
     partner too, less surely than the husband (what the night's dream reads on a home:
-    :func:`classifier_sureness`). Nothing in one turn was said last, so the surer value is
-    current — in the memories and in MEMORY.md (the test below breaks the tie the other
-    way without the classifier); a value said later still replaces the older one."""
+    :func:`classifier_sureness`). A partner value says so ("married", "husband", …): the
+    brother is none, so he replaces nothing and stays, a relationship in People, beside
+    the marriage, said once and no change ("said"); a value said later still replaces the
+    older one."""
     from workers.dreaming.dream import classifier_sureness
 
     memory_md = night_over(embedding, tmp_path, [
@@ -201,16 +202,17 @@ def test_of_two_values_said_in_one_breath_the_surer_is_current(embedding: Home,
              "r2"),
         turn("f/3", "2023-07-09T10:00:00Z", "user", "user",
              "I handed in my notice and from Monday I'm working as a librarian.", "r3")])
-    assert "the user is married" in memory_md.casefold(), memory_md
-    assert "(said 28 May 2023)" in memory_md, memory_md     # no change: nothing said before
-    assert "brother" not in memory_md, memory_md
+    profile, _, rest = memory_md.partition("## People")
+    assert "the user is married" in profile.casefold(), memory_md
+    assert "(said 28 May 2023)" in profile, memory_md     # no change: nothing said before
+    assert "has a brother" in rest and "brother" not in profile, memory_md
     assert "librarian" in memory_md and "nurse" not in memory_md, memory_md
     with open_store(embedding) as store:
-        [partner] = [m for m in list_memories(store.db) if m.subject == "user|partner"]
-        [brother] = [m for m in list_memories(store.db, None, ("superseded",))
-                     if "brother" in m.content]
+        [partner, brother] = sorted((m for m in list_memories(store.db)
+                                     if m.subject == "user|partner"),
+                                    key=lambda m: "brother" in m.content)
         sure = classifier_sureness(embedding, store)([partner, brother], "user|partner")
-    assert "married" in partner.content and brother.subject == "user|partner"
+    assert "married" in partner.content and "brother" in brother.content
     assert sure[partner.id] > sure[brother.id] > 0.5, sure
 
 
@@ -1103,6 +1105,32 @@ def test_a_happening_sets_a_value_only_when_it_says_one(statement: str, subject:
     from workers.mining.values import states_a_value
 
     names = frozenset({"the", "john", "maria", "joanna", "ravi", "sofia", "elena"})
+    assert states_a_value(mined_line(statement, subject), names) is value
+
+
+@pytest.mark.parametrize(("statement", "subject", "value"), [
+    # two people named together, a relative, a story's characters: no word of a partner
+    ("Early in the story, the user establishes Lana as a character and create a bond "
+     "between her and Alex.", "the user|partner", False),
+    ("The user's brother's name is Alex, and he was born on November 25th.",
+     "the user|partner", False),
+    ("Joanna named her Tilly, and she's always with Joanna while Joanna writes.",
+     "joanna|partner", False),
+    # the word is someone else's
+    ("The user's brother proposed to his girlfriend there on September 20th.",
+     "the user|partner", False),
+    ("The user's partner and the user both work in the city.", "the user|partner", True),
+    ("The user is married, and the user's husband is a teacher.", "the user|partner", True),
+    ("Joanna moved in with Dana.", "joanna|partner", True),
+    ("The user and Sam have been together for five years.", "the user|partner", True),
+])
+def test_a_partner_value_says_it_is_a_partner(statement: str, subject: str,
+                                              value: bool) -> None:
+    """The classifier hears a partner wherever two people are named together; a partner
+    value says a word of one (:attr:`Attribute.says`), as the person's own."""
+    from workers.mining.values import states_a_value
+
+    names = frozenset({"the", "joanna"})
     assert states_a_value(mined_line(statement, subject), names) is value
 
 

@@ -5,9 +5,10 @@ never replaces one.
 
 A statement with a subject key (:mod:`.attributes`) says its person's current value when
 it reads on its own, names its person, in its first clause, as the one who does or is
-something, and is no intention, need, hearsay, guess, tally "so far", interest in what is
-no taste ("… is interested in the Thule bike carrier" is no bike), nor — of a taste — one
-happening, nor — of a state — a happening that sets nothing; nor does its first clause
+something, says the word its attribute needs (a partner: "partner", "married" …), and is
+no intention, need, hearsay, guess, tally "so far", interest in what is no taste ("… is
+interested in the Thule bike carrier" is no bike), nor — of a taste — one happening, nor —
+of a state — a happening that sets nothing; nor does its first clause
 (after an opening subordinate one: "Since …, the user is hoping to …") say what would be, a
 problem of the moment or what was done before. A person's own note or a detected fact
 always does.
@@ -26,7 +27,7 @@ from projections.readable import (
     without_opening,
 )
 
-from .attributes import is_taste, names_the_attribute, takes_up
+from .attributes import is_taste, names_the_attribute, says_its_word, takes_up
 from .statements import is_event
 
 _COLON_OPENING = re.compile(r"^(?:[\w'’]+\s+){0,3}[\w'’]+:\s+")
@@ -101,6 +102,7 @@ def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
     # read as written and from where it names its person ("Back to refill options - the
     # user will …")
     return not (sets_nothing(memory.subject, without_lead_in(memory.content))
+                or not says_its_word(memory.subject, memory.content)
                 or any(_says_no_value(text, memory.subject)
                        for text in {bare, from_its_person(bare, names), after_subordinate(bare)}))
 
