@@ -447,6 +447,21 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     return ranked, chats
 
 
+def _hidden(hit: Hit, states: Mapping[str, tuple[str, float, float, bool]]) -> bool:
+    """What is never a scored item: MEMORY.md's sections (it comes in the head only: see
+    :func:`_fixed_head`), a memory no longer active or that does not read on its own (its
+    turn, a candidate too, reads better) and a remembered note's journal line no longer
+    active; ``states``: :func:`.memories.memory_states` of the memories and journal lines."""
+    if hit.source == LONG_TERM:
+        return True
+    if hit.source == JOURNAL:
+        return states.get(hit.id, ("active",))[0] != "active"
+    if hit.source == MEMORY:
+        status, _confidence, _relevancy, alone = states.get(hit.id, ("active", 1.0, 1.0, True))
+        return status != "active" or not alone
+    return False
+
+
 def only_asks(content: str) -> bool:
     """Whether a turn item (``Speaker: text``) only asks: every sentence a question. In a
     diarist chat such a turn is a query to memory, or a model echoing one, never evidence
@@ -528,17 +543,13 @@ def _weight(hit: Hit, now: dt.datetime, essays: set[str],
     relevancy, a replaced turn by :data:`weights.REPLACED_WEIGHT`; None for what is not shown (a
     memory or a remembered note's journal line no longer active, a mined statement that does
     not read on its own, MEMORY.md's sections)."""
-    if hit.source == LONG_TERM:
-        return None     # MEMORY.md comes in the head only (see _fixed_head)
+    if _hidden(hit, states):
+        return None
     weight = _freshness(hit.at, now)
     if hit.id in essays:
         weight *= weights.ESSAY_WEIGHT
-    if hit.source == JOURNAL and states.get(hit.id, ("active",))[0] != "active":
-        return None
     if hit.source == MEMORY:
-        status, confidence, relevancy, alone = states.get(hit.id, ("active", 1.0, 1.0, True))
-        if status != "active" or not alone:   # its turn, a candidate too, reads better
-            return None
+        _status, confidence, relevancy, _alone = states.get(hit.id, ("active", 1.0, 1.0, True))
         weight *= confidence * relevancy
     if replaced and hit.source == TURN and set(hit.refs) <= replaced:
         weight *= weights.REPLACED_WEIGHT
@@ -575,7 +586,8 @@ def _with_successors(db: sqlite3.Connection, ranked: list[tuple[float, Hit]],
     """On a question about the present, the newer statements that speak of the same thing as
     the best candidates (their nearest items by cosine, at least ``SAME_SUBJECT``) join the
     candidates with the score of the statement they follow: a move is found from where one
-    used to live even when the question's words are not in it."""
+    used to live even when the question's words are not in it. What is never a scored item
+    (:func:`_hidden`: a memory the dream superseded, a MEMORY.md section) joins none."""
     best = ranked[0][0]
     known = {hit.key for _, hit in ranked}
     found: dict[str, float] = {}
@@ -588,9 +600,11 @@ def _with_successors(db: sqlite3.Connection, ranked: list[tuple[float, Hit]],
     if not found:
         return ranked
     hits = items_by_key(db, list(found))
+    states = memory_states(db, [hit.id for hit in hits.values() if hit.source in (MEMORY, JOURNAL)])
     followers = [(found[key], hit) for key, hit in hits.items()
-                 if any(hit.at > h.at for s, h in ranked[:weights.SUCCESSORS_OF]
-                        if s >= found[key])]
+                 if not _hidden(hit, states)
+                 and any(hit.at > h.at for s, h in ranked[:weights.SUCCESSORS_OF]
+                         if s >= found[key])]
     return sorted(ranked + followers, key=lambda pair: (-pair[0], pair[1].key))
 
 

@@ -8,7 +8,14 @@ import datetime as dt
 import pytest
 
 from events import EventLog, Home
-from events.types import AssistantTurn, MemoriesMined, SessionStarted, UserTurn
+from events.types import (
+    AssistantTurn,
+    LongTermRewritten,
+    MemoriesMined,
+    MemorySuperseded,
+    SessionStarted,
+    UserTurn,
+)
 from projections import ProjectionStore, open_store, weights
 from projections import context as context_module
 from projections.context import (
@@ -457,6 +464,37 @@ def test_an_echo_does_not_come_back_as_a_newer_statement(
     refs = [ref for item in recall(store.db, "Where do I live now?", 512, 10,
                                    semantic).items for ref in item.refs]
     assert "b:0" in refs and "b:1" not in refs, refs
+
+
+def test_a_newer_statement_that_joins_is_one_recall_would_show(
+        model_home: Home, vector_store: tuple[EventLog, ProjectionStore]) -> None:
+    """On a question about the present the newer statements near the best candidates join
+    them — but never a memory the dream superseded (a misread value, newer than the turns)
+    nor a MEMORY.md section, which comes in the head only: recall shows neither otherwise."""
+    log, store = vector_store
+    say(log, "s0", "Maya", "I live in Bristol, a short walk from the harbour.", "m:0", 0)
+    say(log, "s60", "Maya", "Big news: we packed everything up and moved to Plymouth!",
+        "m:1", 60)
+    mined = T0 + dt.timedelta(days=90)
+    log.append(MemoriesMined(session="s60", model="heuristic", memories=[
+        {"id": "new", "type": "user_preference", "subject": "maya|home", "refs": ["m:1"],
+         "content": "Maya moved to Plymouth."}]), stream="memory", occurred_at=mined)
+    # mined later from the older turn (a second pass), so superseded: said before the move
+    log.append(MemoriesMined(session="s0", model="heuristic", memories=[
+        {"id": "misread", "type": "user_preference", "subject": "maya|home",
+         "refs": ["m:0"], "content": "Maya lives in Bristol now, a short walk from the "
+                                     "harbour."}]), stream="memory",
+        occurred_at=mined + dt.timedelta(days=1))
+    log.append(MemorySuperseded(ids=["misread"], by="new"), stream="memory",
+               occurred_at=mined + dt.timedelta(days=1))
+    log.append(LongTermRewritten(content="# Memory\n\n## Profile\n- Maya lives in Bristol "
+                                         "now, by the harbour.\n"),
+               stream="memory", occurred_at=mined + dt.timedelta(days=2))
+    semantic = embed(model_home, store)
+    items = recall(store.db, "Which city does Maya live in now?", 0, 10, semantic,
+                   head=False).items
+    assert [i.source for i in items if i.source != "turn"] == ["memory"], items
+    assert {i.id for i in items if i.source == "memory"} == {"new"}, items
 
 
 def test_a_turn_is_embedded_without_its_speaker(
