@@ -9,14 +9,21 @@ same text, and a replay the same projection.
 Known: yesterday, today, tonight, this morning/afternoon/evening, tomorrow, last/this/next
 <weekday>, last/this/next week(end), last/this/next month, last/this/next year, and
 "N days/weeks/months/years ago" (words or digits); after "about", "around" and the like
-the date is "around" it ("about two years ago": "around 2021"). Anything else is left as
-said.
+the date is "around" it ("about two years ago": "around 2021"). A bare "on <weekday>" by
+its clause's tense (:func:`_bare_weekday`): told in the past ("I won my fourth tournament
+on Friday"), the one before the day it was said; of what is to come ("I have a game on
+Sunday", "we'll meet on Monday"), the next, in :func:`annotate` only; a habit ("I usually
+run on Sunday"), a clause with no tense to read, a plural ("on Fridays"), a list ("on
+Monday and Tuesday"), the turn's own weekday, or a weekday with its date ("on Saturday,
+March 12th") stays as said, as does anything else.
 """
 from __future__ import annotations
 
 import calendar
 import datetime as dt
 import re
+
+from .tense import is_past
 
 _WEEKDAYS = [d.lower() for d in calendar.day_name]
 # A month's name as :func:`day_text` writes it ("7 May 2023"), for patterns elsewhere.
@@ -34,7 +41,12 @@ _PATTERN = re.compile(
     rf"\b{_APPROXIMATE}(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|this afternoon"
     r"|this evening|last night)"
     rf"|(?P<rel>last|this|next|coming|past) (?P<unit>week(?:end)?|month|year|{'|'.join(_WEEKDAYS)})"
-    rf"|{_NUMBER} (?P<ago_unit>day|week|month|year)s? ago)\b", re.IGNORECASE)
+    rf"|{_NUMBER} (?P<ago_unit>day|week|month|year)s? ago"
+    # a bare weekday, not a plural, a possessive, a habit's part of the day nor one dated
+    rf"|(?P<on>on) (?P<bare>{'|'.join(_WEEKDAYS)})(?![\w'’-])(?!,? (?:the )?\d|,? (?i:"
+    + "|".join(calendar.month_name[1:]) + r")\b| (?:morning|afternoon|evening|night)s\b"
+    + rf"|,? (?:and |or |& )?(?:{'|'.join(_WEEKDAYS)})\b)"
+    r"(?: (?P<part>morning|afternoon|evening|night)(?![\w'’-]))?)\b", re.IGNORECASE)
 
 
 def day_text(day: dt.date) -> str:
@@ -97,7 +109,63 @@ def _week_start(day: dt.date) -> dt.date:
     return day - dt.timedelta(days=day.weekday())
 
 
-def _phrase(match: re.Match[str], day: dt.date) -> str:  # noqa: C901 - one case a form
+# a clause's habit, future and subject pronouns, for a bare weekday's tense
+_HABIT = re.compile(r"\b(?:usually|always|every|often|normally|typically|generally|tend to"
+                    r"|sometimes|each)\b", re.IGNORECASE)
+_TO_COME = re.compile(r"(?:\b(?:will|shall|won['’]t|(?<!was )(?<!were )(?:going to|gonna)"
+                      r"|plan(?:s|ning)? to|planning|hop(?:e|es|ing) to|can['’]t wait"
+                      r"|looking forward|upcoming|see you|(?:am|is|are|be) \w+ing"
+                      r"|(?:have|has) (?:a|an|my|our|the|his|her|their|some))"
+                      r"|['’](?:ll|(?:m|re|s) \w+ing))\b", re.IGNORECASE)
+_SUBJECTS = frozenset("i we you he she they".split())
+_SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())  # "help me set"
+_CLAUSE = re.compile(r"[.!?;]\s")
+_WEEK = re.compile(r"\b(?P<rel>last|this|next) week\b", re.IGNORECASE)
+
+
+def _bare_weekday(match: re.Match[str], day: dt.date) -> tuple[dt.date, bool] | None:
+    """The day an "on <weekday>" said on ``day`` means, and whether it is past, read from its
+    clause (the sentence it is in, up to a semicolon): in the week it names ("last week … on
+    Wednesday"), else the one before ``day`` when told in the past, the next of what is to
+    come; None for a habit or a clause without either (left as said)."""
+    text = match.string
+    starts = [m.end() for m in _CLAUSE.finditer(text, 0, match.start())]
+    start = starts[-1] if starts else 0
+    end_at = _CLAUSE.search(text, match.end())
+    clause = text[start:end_at.start() + 1 if end_at else len(text)]
+    name = match.group("bare").lower()
+    if _HABIT.search(clause):
+        return None
+    week = _WEEK.search(clause)
+    if not week and _WEEKDAYS.index(name) == day.weekday():
+        return None     # "I made it on Sunday", said on a Sunday: today, or a week ago
+    if week:
+        step = {"last": -1, "this": 0, "next": 1}[week.group("rel").lower()]
+        meant = _week_start(day) + dt.timedelta(weeks=step, days=_WEEKDAYS.index(name))
+        return meant, meant < day
+    if _TO_COME.search(clause):
+        return _weekday(day, name, "next"), False
+    words = re.findall(r"[a-z']+", clause.casefold())
+    if any((is_past(word, before) and (word not in _SAME_AS_BASE or before in _SUBJECTS))
+           or (word.endswith("ed") and before in _SUBJECTS)
+           for before, word in zip(["", *words], words, strict=False)):
+        return _weekday(day, name, "last"), True
+    return None
+
+
+def _phrase(match: re.Match[str], day: dt.date,  # noqa: C901 - a case a form
+            ahead: bool = True) -> str | None:
+    """The absolute form of a relative time expression said on ``day``, or None when it
+    stays as said: a bare weekday whose tense does not tell which, or (not ``ahead``) one
+    still to come."""
+    if match.group("bare"):
+        found = _bare_weekday(match, day)
+        if found is None or not (ahead or found[1]):
+            return None
+        date = day_text(found[0])
+        part = match.group("part")           # "on Friday night": "on the night of …"
+        return f"{match.group('on')} the {part.lower()} of {date}" if part \
+            else f"{match.group('on')} {date}"
     simple = (match.group("simple") or "").lower()
     if simple:
         offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(simple, 0)
@@ -128,11 +196,15 @@ def _phrase(match: re.Match[str], day: dt.date) -> str:  # noqa: C901 - one case
 
 
 def resolve(text: str, at: dt.datetime | dt.date) -> str:
-    """``text`` with its relative time expressions made absolute from ``at``."""
+    """``text`` with its relative time expressions made absolute from ``at``; a bare weekday
+    only when it is past ("I won on Friday"): a plan dated to its day reads as an event to
+    mining (:func:`workers.mining.statements.is_event`), and MEMORY.md would lose it."""
     day = at.date() if isinstance(at, dt.datetime) else at
 
     def replace(match: re.Match[str]) -> str:
-        phrase = _phrase(match, day)
+        phrase = _phrase(match, day, ahead=False)
+        if phrase is None:
+            return match.group()
         said = match.string            # the part outside code spans the match is in
         before = said[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
         if match.group("approx"):       # "about two years ago": "around 2021"
@@ -155,10 +227,13 @@ def annotate(text: str, at: dt.datetime | dt.date) -> str:
     def bracketed(part: str) -> str:   # after a possessive: "last week's [the week of …]"
         out, end = [], 0
         for match in _PATTERN.finditer(part):
+            phrase = _phrase(match, day)
+            if phrase is None:
+                continue
             said = _POSSESSIVE.match(part, match.end())
             stop = said.end() if said else match.end()
             out += [part[end:match.start()], part[match.start():stop],
-                    f" [{_phrase(match, day).split(' ', 1)[1]}]"]
+                    f" [{phrase.split(' ', 1)[1]}]"]
             end = stop
         return "".join(out) + part[end:]
 

@@ -73,3 +73,56 @@ def test_a_question_s_unit_of_time_gives_the_age_in_it(question: str, unit: str 
     assert ago(dt.date(2023, 1, 3), dt.date(2023, 4, 29), "day") == "116 days ago"
     assert ago(dt.date(2023, 1, 3), dt.date(2023, 4, 29), "month") == "3 months ago"
     assert ago(dt.date(2023, 7, 31), dt.date(2023, 9, 30)) == "1 month ago"   # not "1 months"
+
+
+@freeze_time("2031-07-04 12:00:00")
+@pytest.mark.parametrize(("said", "at", "expected"), [
+    # told in the past: the one before the day it was said (LoCoMo's "won … on Friday",
+    # said on a Sunday: "the Friday before 10 July 2022"), across a year's end too
+    ("I won my fourth video game tournament on Friday!", dt.date(2022, 7, 10),
+     "I won my fourth video game tournament on Friday [8 July 2022]!"),
+    ("On Friday, I got great news.", dt.date(2024, 1, 2), "On Friday [29 December 2023], I got "
+     "great news."),
+    ("Say hello to Rocket, the parrot we adopted on Saturday.", dt.date(2024, 3, 1),
+     "Say hello to Rocket, the parrot we adopted on Saturday [24 February 2024]."),
+    ("We went out on Friday night.", dt.date(2024, 1, 7),
+     "We went out on Friday night [the night of 5 January 2024]."),
+    # of what is to come: the next, across a month's end
+    ("I have a game on Sunday.", dt.date(2024, 1, 31), "I have a game on Sunday [4 February "
+     "2024]."),
+    ("We'll meet on Monday.", SUNDAY, "We'll meet on Monday [1 January 2024]."),
+    ("I was going to the park on Friday, but it rained.", dt.date(2024, 1, 7),
+     "I was going to the park on Friday [5 January 2024], but it rained."),
+    # in the week the clause names
+    ("Last week was hectic, with meetings on Wednesday.", dt.date(2023, 5, 27),
+     "Last week [the week of 15 May 2023] was hectic, with meetings on Wednesday [17 May "
+     "2023]."),
+    # as said: a habit, a plural, a dated weekday, a possessive, no tense to read
+    ("I usually run on Sunday.", SUNDAY, "I usually run on Sunday."),
+    ("I run on Fridays.", SUNDAY, "I run on Fridays."),
+    ("I assembled my bookshelf on Saturday, March 12th.", SUNDAY,
+     "I assembled my bookshelf on Saturday, March 12th."),
+    ("I went to Friday's party.", SUNDAY, "I went to Friday's party."),
+    ("Can you help me set a reminder for my class on Monday?", SUNDAY,
+     "Can you help me set a reminder for my class on Monday?"),
+    ("Breakfast meeting on Wednesday.", SUNDAY, "Breakfast meeting on Wednesday."),
+    ("I had leftovers on Monday and Tuesday.", SUNDAY, "I had leftovers on Monday and Tuesday."),
+    ("I made a fruit salad on Sunday.", SUNDAY, "I made a fruit salad on Sunday."),  # today?
+])
+def test_a_bare_weekday_is_dated_by_its_tense(said: str, at: dt.date, expected: str) -> None:
+    assert annotate(said, at) == expected
+
+
+def test_a_bare_weekday_is_resolved_in_place_only_when_past() -> None:
+    """Mining's statements read the date in place of the words, "on" as said — of what
+    happened: a plan dated to its day would read as an event, and MEMORY.md's Plans would
+    lose it."""
+    assert resolve("On Friday, I got great news.", dt.date(2024, 1, 7)) == \
+        "On 5 January 2024, I got great news."
+    assert resolve("We went out on Friday night.", dt.date(2024, 1, 7)) == \
+        "We went out on the night of 5 January 2024."
+    assert resolve("I was busy last week, with meetings on Wednesday.", dt.date(2023, 5, 27)) \
+        == "I was busy in the week of 15 May 2023, with meetings on 17 May 2023."
+    assert resolve("I'm looking forward to the class on Tuesday.", dt.date(2023, 5, 27)) == \
+        "I'm looking forward to the class on Tuesday."
+    assert resolve("I run on Fridays.", dt.date(2024, 1, 7)) == "I run on Fridays."

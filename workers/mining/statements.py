@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from events import clock
 from projections.passages import sentences as split_sentences
 from projections.relative_time import MONTH_NAME, resolve
+from projections.tense import IRREGULAR_PAST, is_past
 
 from .chunks import Turn
 from .text import GENERIC_SPEAKERS, content_words, folded
@@ -183,15 +184,6 @@ then once last first ever soon""".split())
 _MODALS = frozenset("""can could will would should shall must might may did didn't can't
 couldn't won't wouldn't shouldn't wasn't weren't""".split())
 _KEEP = _MODALS | _ADVERBS     # words after "I" that stay as they are
-_IRREGULAR_PAST = frozenset("""went got made took saw had did said came found gave knew
-thought told felt became began brought bought built caught chose drew drove ate fell fought
-flew forgot grew heard held kept left lent lost meant met paid put ran read rode rang rose
-sang sat sent set shot showed shut slept spent spoke stood stole swam taught threw
-understood woke wore won wrote sold fed led dug hung hid bit lit slid spun stuck struck
-swept swung wept wound shook froze forgave bent bred blew broke dealt dove drank dreamt
-fled flung forbade forgot got ground leapt lay misled overcame overtook rebuilt
-repaid sank shone shrank sought sprang stank stung strove swore tore threw trod
-undertook upheld withdrew""".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|[^A-Za-z\s]+|\s+")
 
 
@@ -201,7 +193,7 @@ def _third_singular(verb: str) -> str:
     low = verb.lower()
     if low in _BE:
         return _BE[low]
-    if low in _KEEP or low in _IRREGULAR_PAST or low.endswith(("ing", "n't")) \
+    if low in _KEEP or low in IRREGULAR_PAST or low.endswith(("ing", "n't")) \
             or (low.endswith("ed") and not low.endswith("eed")):
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
@@ -382,12 +374,7 @@ def _with_subject(sentence: str) -> str:
 
 
 _DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\b")
-_STATE_PAST = frozenset("""named called married interested excited based used tired engaged
-retired obsessed scared allergic divorced adopted located""".split())
 _PERFECT = frozenset("has have had is are 's been".split())
-# a word before which an "-ed" word is an adjective, no verb ("loves drinking iced coffee",
-# "bought a used car", "the user's mixed feelings")
-_BEFORE_ADJECTIVE = frozenset("a an the my his her their our your its some".split())
 
 
 def is_event(statement: str) -> bool:
@@ -404,12 +391,3 @@ def is_event(statement: str) -> bool:
         if is_past(word, words[i - 1] if i else ""):
             return not (i and words[i - 1] in _PERFECT)
     return False
-
-
-def is_past(word: str, before: str = "") -> bool:
-    """Whether ``word`` (casefolded), after the word ``before``, is a verb in the past
-    tense: an irregular one, "was"/"were", or an "-ed" word that is no adjective ("iced
-    coffee", "the user's mixed feelings") nor a state ("married", "based")."""
-    return word in _IRREGULAR_PAST or word in ("was", "were") or (
-        word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST
-        and before not in _BEFORE_ADJECTIVE and not before.endswith(("ing", "'s")))
