@@ -23,7 +23,7 @@ import calendar
 import datetime as dt
 import re
 
-from .tense import is_past
+from .tense import SAME_AS_BASE, is_past
 
 _WEEKDAYS = [d.lower() for d in calendar.day_name]
 # A month's name as :func:`day_text` writes it ("7 May 2023"), for patterns elsewhere.
@@ -118,7 +118,6 @@ _TO_COME = re.compile(r"(?:\b(?:will|shall|won['’]t|(?<!was )(?<!were )(?:goin
                       r"|(?:have|has) (?:a|an|my|our|the|his|her|their|some))"
                       r"|['’](?:ll|(?:m|re|s) \w+ing))\b", re.IGNORECASE)
 _SUBJECTS = frozenset("i we you he she they".split())
-_SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())  # "help me set"
 _CLAUSE = re.compile(r"[.!?;]\s")
 _WEEK = re.compile(r"\b(?P<rel>last|this|next) week\b", re.IGNORECASE)
 
@@ -137,16 +136,16 @@ def _bare_weekday(match: re.Match[str], day: dt.date) -> tuple[dt.date, bool] | 
     if _HABIT.search(clause):
         return None
     week = _WEEK.search(clause)
-    if not week and _WEEKDAYS.index(name) == day.weekday():
-        return None     # "I made it on Sunday", said on a Sunday: today, or a week ago
     if week:
         step = {"last": -1, "this": 0, "next": 1}[week.group("rel").lower()]
         meant = _week_start(day) + dt.timedelta(weeks=step, days=_WEEKDAYS.index(name))
         return meant, meant < day
+    if _WEEKDAYS.index(name) == day.weekday():
+        return None     # "I made it on Sunday", said on a Sunday: today, or a week ago
     if _TO_COME.search(clause):
         return _weekday(day, name, "next"), False
     words = re.findall(r"[a-z']+", clause.casefold())
-    if any((is_past(word, before) and (word not in _SAME_AS_BASE or before in _SUBJECTS))
+    if any((is_past(word, before) and (word not in SAME_AS_BASE or before in _SUBJECTS))
            or (word.endswith("ed") and before in _SUBJECTS)
            for before, word in zip(["", *words], words, strict=False)):
         return _weekday(day, name, "last"), True

@@ -12,6 +12,8 @@ swept swung wept wound shook froze forgave bent bred blew broke dealt dove drank
 fled flung forbade forgot got ground leapt lay misled overcame overtook rebuilt
 repaid sank shone shrank sought sprang stank stung strove swore tore threw trod
 undertook upheld withdrew""".split())
+# past tenses that read as an imperative or infinitive too ("Read this book", "help me set")
+SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())
 _STATE_PAST = frozenset("""named called married interested excited based used tired engaged
 retired obsessed scared allergic divorced adopted located""".split())
 # a word before which an "-ed" word is an adjective, no verb ("loves drinking iced coffee",

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from events import clock
 from projections.passages import sentences as split_sentences
 from projections.relative_time import MONTH_NAME, resolve
-from projections.tense import IRREGULAR_PAST, is_past
+from projections.tense import IRREGULAR_PAST, SAME_AS_BASE, is_past
 
 from .chunks import Turn
 from .text import GENERIC_SPEAKERS, content_words, folded
@@ -360,15 +360,13 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
     return out
 
 
-# past tenses that read as an imperative too ("Read this book")
-_SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())
 
 
 def _with_subject(sentence: str) -> str:
     """``sentence`` with the "I" it was said without (see :data:`_NO_SUBJECT`): "Lost my
     job as a banker" → "I lost my job as a banker"."""
     first = sentence.split(" ", 1)[0].casefold().rstrip(",")
-    if first == _NO_SUBJECT or (is_past(first) and first not in _SAME_AS_BASE):
+    if first == _NO_SUBJECT or (is_past(first) and first not in SAME_AS_BASE):
         return "I " + sentence[:1].lower() + sentence[1:]
     return sentence
 

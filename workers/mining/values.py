@@ -8,10 +8,9 @@ it reads on its own, names its person, in its first clause, as the one who does 
 something, says the word its attribute needs (a partner: "partner", "married" …), and is
 no intention, need, hearsay, guess, tally "so far", interest in what is no taste ("… is
 interested in the Thule bike carrier" is no bike), nor — of a taste — one happening, nor —
-of a state — a happening that sets nothing; nor does its first clause
-(after an opening subordinate one: "Since …, the user is hoping to …") say what would be, a
-problem of the moment or what was done before. A person's own note or a detected fact
-always does.
+of a state — a happening that sets nothing; nor does its first clause (after an opening
+subordinate one: "Since …, the user is hoping to …") say what would be, a problem of the
+moment or what was done before. A person's own note or a detected fact always does.
 """
 from __future__ import annotations
 
