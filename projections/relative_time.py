@@ -208,9 +208,13 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
         before = said[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
         if match.group("approx"):       # "about two years ago": "around 2021"
             phrase = "around " + phrase.split(" ", 1)[1]
-        elif before in _PREPOSITIONS or _POSSESSIVE.match(said, match.end()):
+        elif before in _PREPOSITIONS or _POSSESSIVE.match(said, match.end()) \
+                or _SUBJECT_OF.match(said, match.end()):
             phrase = phrase.split(" ", 1)[1]  # "since yesterday": "since 7 May 2023";
-        return phrase                         # "last week's": "the week of … 2023's"
+            # "last week's": "the week of … 2023's"; "last week was": "the week of … was"
+        if match.group()[:1].isupper():    # a sentence's first word: "Last week was …"
+            phrase = phrase[:1].upper() + phrase[1:]
+        return phrase
 
     # code spans (`tidewatch today`) are commands, not time
     return "`".join(part if i % 2 else _PATTERN.sub(replace, part)
@@ -240,5 +244,7 @@ def annotate(text: str, at: dt.datetime | dt.date) -> str:
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")
+# the expression is the sentence's subject: "Last week was hectic"
+_SUBJECT_OF = re.compile(r"\s+(?:was|is|were|has been|had been|will be)\b")
 _PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
                            "in", "of", "for", "around", "during", "through"})

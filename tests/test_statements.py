@@ -41,6 +41,10 @@ MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first sessi
     ("yesterday's game", MONDAY, "7 May 2023's game"),
     ("last week's prompt was fun", MONDAY, "the week of 1 May 2023's prompt was fun"),
     ("I loved last month’s issue", MONDAY, "I loved April 2023’s issue"),
+    # the expression as a sentence's subject takes no preposition; a capital stays one
+    ("Last week was really hectic", MONDAY, "The week of 1 May 2023 was really hectic"),
+    ("Yesterday was crazy cool", MONDAY, "7 May 2023 was crazy cool"),
+    ("It rained. Yesterday I went", MONDAY, "It rained. On 7 May 2023 I went"),
     # the word before is read in the text past a code span, not at its offset in the whole
     ("ran `diarist sync` since yesterday", MONDAY, "ran `diarist sync` since 7 May 2023"),
 ])
