@@ -208,8 +208,8 @@ def resolve(text: str, at: dt.datetime | dt.date) -> str:
         before = said[:match.start()].rstrip().rsplit(" ", 1)[-1].lower()
         if match.group("approx"):       # "about two years ago": "around 2021"
             phrase = "around " + phrase.split(" ", 1)[1]
-        elif before in _PREPOSITIONS or _POSSESSIVE.match(said, match.end()) \
-                or _SUBJECT_OF.match(said, match.end()):
+        elif before in _PREPOSITIONS or _POSSESSIVE.match(said, match.end()) or (
+                _SUBJECT_OF.match(said, match.end()) and _opens(said, match.start())):
             phrase = phrase.split(" ", 1)[1]  # "since yesterday": "since 7 May 2023";
             # "last week's": "the week of … 2023's"; "last week was": "the week of … was"
         if match.group()[:1].isupper():    # a sentence's first word: "Last week was …"
@@ -244,7 +244,14 @@ def annotate(text: str, at: dt.datetime | dt.date) -> str:
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")
-# the expression is the sentence's subject: "Last week was hectic"
+# the expression is the sentence's subject when it opens it: "Last week was hectic" (not
+# "Rachel's wedding last weekend was beautiful")
 _SUBJECT_OF = re.compile(r"\s+(?:was|is|were|has been|had been|will be)\b")
+
+
+def _opens(text: str, at: int) -> bool:
+    """Whether ``at`` is where a sentence of ``text`` begins."""
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?"
 _PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
                            "in", "of", "for", "around", "during", "through"})

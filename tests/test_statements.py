@@ -45,6 +45,8 @@ MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first sessi
     ("Last week was really hectic", MONDAY, "The week of 1 May 2023 was really hectic"),
     ("Yesterday was crazy cool", MONDAY, "7 May 2023 was crazy cool"),
     ("It rained. Yesterday I went", MONDAY, "It rained. On 7 May 2023 I went"),
+    ("Her wedding last weekend was lovely", MONDAY,
+     "Her wedding on the weekend of 6 May 2023 was lovely"),
     # the word before is read in the text past a code span, not at its offset in the whole
     ("ran `diarist sync` since yesterday", MONDAY, "ran `diarist sync` since 7 May 2023"),
 ])
