@@ -247,11 +247,11 @@ _POSSESSIVE = re.compile(r"['’]s\b")
 # the expression is the sentence's subject when it opens it: "Last week was hectic" (not
 # "Rachel's wedding last weekend was beautiful")
 _SUBJECT_OF = re.compile(r"\s+(?:was|is|were|has been|had been|will be)\b")
+_PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
+                           "in", "of", "for", "around", "during", "through"})
 
 
 def _opens(text: str, at: int) -> bool:
     """Whether ``at`` is where a sentence of ``text`` begins."""
     before = text[:at].rstrip()
     return not before or before[-1] in ".!?"
-_PREPOSITIONS = frozenset({"since", "until", "till", "from", "by", "before", "after", "on",
-                           "in", "of", "for", "around", "during", "through"})
