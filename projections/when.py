@@ -33,6 +33,9 @@ DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
 MONTH_AFTER = dt.timedelta(days=7)
 # "two weeks ago" (resolved "around 14 November 2026") is as likely a few days earlier
 AROUND_BEFORE = dt.timedelta(days=3)
+# a day or month named without a year that ended this long before it was named is the one
+# just gone by, not the next: a plan is rarely named by its day eleven months ahead
+RECENT_PAST = dt.timedelta(days=31)
 
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): n for n, name in enumerate(calendar.month_abbr) if name}
@@ -76,15 +79,19 @@ class Period:
 def last_day(text: str, said: dt.date) -> dt.date | None:
     """The latest day a statement said on ``said`` names, as it meant it: a day or month
     without a year is its next one from ``said`` ("on January 15th", said in May 2023, is
-    15 January 2024); a month or a year ends on its last day; None when it names none."""
+    15 January 2024), unless it ended within :data:`RECENT_PAST` before ``said``: then it is
+    that one, just gone by ("… planning to attend the event on October 15th", said on 4
+    November, meant the October just past, not one eleven months on); a month or a year
+    ends on its last day; None when it names none."""
     days: list[dt.date] = []
     for period in periods(text):
-        for year in ([period.year] if period.year is not None else [said.year, said.year + 1]):
+        for year in ([period.year] if period.year is not None else [said.year - 1, said.year,
+                                                                      said.year + 1]):
             try:
                 end = dt.date(year, *period.end)
             except ValueError:
                 continue
-            if period.year is not None or end >= said:
+            if period.year is not None or end + RECENT_PAST >= said:
                 days.append(end)
                 break
     return max(days, default=None)

@@ -681,6 +681,12 @@ def test_memory_md_leaves_out_a_like_of_what_the_assistant_had_offered(
     ("Caroline is going to a conference in July 2023.", "2023-07-03", "2023-07-31"),
     ("Ann plans a track day on January 15th.", "2023-05-20", "2024-01-15"),  # the next one
     ("Ann plans a track day on January 15th.", "2023-01-02", "2023-01-15"),
+    # a day just gone by is that one, not the next: said after it, across a year's end too
+    ("Ann plans to attend the event on October 15th.", "2023-11-04", "2023-10-15"),
+    ("Ann plans to go to the market on May 22nd and 29th.", "2023-05-27", "2023-05-22"),
+    ("Ann is planning a party on December 30th.", "2024-01-03", "2023-12-30"),
+    ("Ann is planning a party in December.", "2024-01-20", "2023-12-31"),
+    ("Ann is planning the wedding on July 15th.", "2023-10-18", "2024-07-15"),
     ("Ann is planning a trip to Seattle in June.", "2023-05-20", "2023-06-30"),
     ("Ann will visit on 7 June 2023 and in August 2023.", "2023-05-20", "2023-08-31"),
     ("Ann is planning a trip next summer.", "2023-05-20", None),
@@ -707,6 +713,9 @@ def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
                  "project_fact")
     assert section_for(shop, today=dt.date(2023, 5, 25)) == "Projects"
     assert section_for(shop, today=dt.date(2023, 7, 1)) is None
+    event = mined_line("The user is planning to attend the event together on October 15th.",
+                       type_="project_fact", at="2023-11-04T10:00:00Z")
+    assert section_for(event, today=dt.date(2023, 11, 5)) is None   # the October just past
     habit = mined("The user shops at Publix every Sunday since May 2023.", "workflow")
     assert section_for(habit, today=dt.date(2024, 7, 1)) == "Workflows"   # no plan
 
