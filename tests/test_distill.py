@@ -713,6 +713,10 @@ def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
                  "project_fact")
     assert section_for(shop, today=dt.date(2023, 5, 25)) == "Projects"
     assert section_for(shop, today=dt.date(2023, 7, 1)) is None
+    class_ = mined("The user is looking forward to trying the Vinyasa class on Tuesday.",
+                   "user_preference")    # said on Saturday 20 May: Tuesday 23 May
+    assert section_for(class_, today=dt.date(2023, 5, 29)) == "Plans"
+    assert section_for(class_, today=dt.date(2023, 6, 1)) is None
     event = mined_line("The user is planning to attend the event together on October 15th.",
                        type_="project_fact", at="2023-11-04T10:00:00Z")
     assert section_for(event, today=dt.date(2023, 11, 5)) is None   # the October just past

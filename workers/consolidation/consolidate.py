@@ -58,7 +58,7 @@ from projections.readable import (
     without_lead_in,
     without_leaning,
 )
-from projections.relative_time import DAY_NAME, MONTH_NAME, day_text
+from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
 from projections.when import last_day, periods
@@ -284,12 +284,15 @@ PLAN_GRACE = dt.timedelta(days=7)   # "on May 22nd and 29th" names only the 22nd
 
 def _gone_by(plan: Memory, today: dt.date) -> bool:
     """Whether the last day ``plan`` names (:func:`projections.when.last_day`, from the day
-    it was said) is more than :data:`PLAN_GRACE` before ``today``."""
+    it was said) is more than :data:`PLAN_GRACE` before ``today``. A weekday it names is
+    read as its date (:func:`projections.relative_time.annotate`: "… the Vinyasa Flow class
+    on Tuesday", said on Saturday 27 May, is on 30 May), which mining leaves as said in a
+    plan."""
     try:
         said = from_iso(plan.created_at).date()
     except ValueError:
         return False
-    day = last_day(plan.content, said)
+    day = last_day(annotate(plan.content, said), said)
     return day is not None and day + PLAN_GRACE < today
 
 
