@@ -45,6 +45,17 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def shown_rank(source: str) -> int:
+    """Where a question's block (:func:`build_injection` with ``whole_long_term=False``)
+    shows an item from ``source``: its section's place in :data:`SECTIONS`, MEMORY.md's
+    lines after the rest of [knowledge]. Items of one rank are shown in recall's order, so
+    sorting by it (stably) gives the order a model reads them in."""
+    if source == "long_term":
+        return len(SECTIONS)
+    return next((n for n, (_title, sources) in enumerate(SECTIONS) if source in sources),
+                len(SECTIONS) - 1)
+
+
 def budget_for(context_window: int | None, budget_pct: float) -> int:
     """Tokens for injected memory: ``budget_pct`` of the window, 512 when it is unknown."""
     if not context_window:
@@ -130,8 +141,7 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come
         # after what recall ranked: a small model answers from the first lines it reads
         # (docs/benchmarks.md, "The 0.5B model against its ceiling")
-        items = [i for i in items if i.source != "long_term"] + \
-            [i for i in items if i.source == "long_term"]
+        items = sorted(items, key=lambda i: i.source == "long_term")   # stable: see shown_rank
     # rendered by section, the pinned first in theirs; trailing items are dropped first; a
     # question's best match apart from the rest
     unit = None if whole_long_term else unit_asked(query)

@@ -96,6 +96,22 @@ def test_recency_ties_and_shared_items_are_not_wins() -> None:
     assert recency(["new"], ["old"], [item("new", "old", score=0.9)]) == 0.0
 
 
+def test_recency_reads_the_items_in_the_order_a_question_block_shows_them() -> None:
+    """Mined memories come before turns whatever their scores, MEMORY.md's lines after
+    them (projections.inject.shown_rank); a score decides only within one group."""
+    from projections.recall import RecallItem
+
+    def shown(source: str, ref: str, score: float) -> RecallItem:
+        return RecallItem(source, ref, ref, score, 10, "", [ref])
+
+    newest_memory = [shown("turn", "old", 1.2), shown("memory", "new", 0.9)]
+    assert recency(["new"], ["old"], newest_memory) == 1.0
+    newest_line = [shown("long_term", "new", 1.0), shown("turn", "old", 0.8)]
+    assert recency(["new"], ["old"], newest_line) == 0.0     # shown after the stale turn
+    tied = [shown("turn", "new", 0.8), shown("journal", "old", 0.8)]
+    assert recency(["new"], ["old"], tied) == 0.0            # one group: a tie is no win
+
+
 def test_recency_undefined_without_stale_and_zero_without_relevant() -> None:
     assert recency(["new"], [], [item("new")]) is None
     assert recency([], ["old"], [item("old")]) is None

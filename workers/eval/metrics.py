@@ -10,9 +10,11 @@ no items to average over) — callers leave those out of means instead of counti
   within a budget, see :func:`fill_budget`.
 - **Session recall**: the share of the sessions holding the answer that some item comes from.
 - **Recency**: the newest relevant item (the first covering an evidence ref) ranks strictly
-  above every item covering a stale ref — earlier in the list *and* with a higher score, so
-  a tie is not a win; an item covering both an evidence and a stale ref does not count as
-  above itself. No relevant item: 0.
+  above every item covering a stale ref — earlier in the order a question's block shows
+  them (:func:`projections.inject.shown_rank`: the profile, then mined memories, then turns
+  and journal entries, then MEMORY.md's lines; recall's order within each) *and*, within
+  one such group, with a higher score, so a tie is not a win; an item covering both an
+  evidence and a stale ref does not count as above itself. No relevant item: 0.
 - **Answers**: token-level F1 as LoCoMo computes it (lower case, commas and punctuation
   removed, the words a/an/the/and removed, Porter-stemmed tokens; multi-hop answers are split
   at commas and each part scored against its best predicted part; an open-domain answer is
@@ -29,6 +31,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
+
+from projections.inject import shown_rank
 
 MIN_ITEM_TOKENS = 8  # recall stops filling a budget when less room than this is left
 
@@ -107,14 +111,21 @@ def recency(evidence: Collection[str], stale: Collection[str],
     if not stale or not evidence:
         return None
     wanted, old = set(evidence), set(stale)
-    relevant = next((i for i, item in enumerate(items) if wanted & set(item.refs)), None)
+    shown = sorted(items, key=_shown)
+    relevant = next((i for i, item in enumerate(shown) if wanted & set(item.refs)), None)
     if relevant is None:
         return 0.0
-    lead = items[relevant]
-    for i, item in enumerate(items):
-        if old & set(item.refs) and (i <= relevant or item.score >= lead.score):
+    lead = shown[relevant]
+    for i, item in enumerate(shown):
+        if old & set(item.refs) and (i <= relevant or (
+                _shown(item) == _shown(lead) and item.score >= lead.score)):
             return 0.0
     return 1.0
+
+
+def _shown(item: Item) -> int:
+    """Where a question's block shows ``item`` (a baseline's have no source: turns)."""
+    return shown_rank(getattr(item, "source", "turn"))
 
 
 def share(part: float, whole: float) -> float | None:
