@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from . import weights
-from .relative_time import resolve
+from .relative_time import annotate, resolve
 
 DAY_AFTER = dt.timedelta(days=7)    # a day is told of up to a week later
 MONTH_AFTER = dt.timedelta(days=7)
@@ -95,6 +95,38 @@ def last_day(text: str, said: dt.date) -> dt.date | None:
                 days.append(end)
                 break
     return max(days, default=None)
+
+
+# the words that tell a time from the day they were said, besides a relative expression and
+# a day or month without a year: the present ("lately", "now"; not "every now and then") and
+# a span counted from that day ("for the past two weeks", "in about six months", "next
+# summer", "has been teaching for over 10 years"; not "eat it for a few days", nor what holds
+# whenever it is read, "always")
+_COUNT = (r"(?:(?:over|more than|about|around|almost|nearly|roughly|another)\s+)?(?:a|an|one|two"
+          r"|three|four|five|six|seven|eight|nine|ten|twelve|a few|a couple of|a couple|few"
+          r"|several|many|\d+)?\s*(?:days?|weeks?|months?|years?|decades?|while|ages)\b")
+_FROM_SAID = re.compile(
+    r"\b(?:currently|lately|recently|nowadays|these days|right now|at the moment|at present"
+    r"|for now|for the time being|so far|(?<!every )now(?! and then)"
+    rf"|(?:for|over|in|during) the (?:past|last) {_COUNT}|(?:in|within) (?:the (?:next|coming) )?"
+    rf"{_COUNT}|(?:has|have)(?: not|n['’]t)? been\b[^.;!?]*?\bfor {_COUNT}"
+    r"|(?:last|this|next|coming|past) (?:spring|summer|fall|autumn|winter|season|semester))\b",
+    re.IGNORECASE)
+# a day that comes back every year: "born on August 12th", "whose birthday is on May 3rd"
+_YEARLY = re.compile(r"\b(?:born|(?:birthday|anniversary) is)\s+(?:on|in)\s+"
+                     r"(?:the\s+)?[\w’']+(?:\s+(?:of\s+)?[\w’']+)?", re.IGNORECASE)
+
+
+def from_said(text: str, said: dt.date) -> bool:
+    """Whether ``text`` names a time only the day it was said fixes: a relative expression
+    (:func:`.relative_time.annotate` dates it from ``said``: "last week", "two months ago",
+    "on Tuesday" of a plan), a day or month without a year ("on January 15th", "in June"),
+    the present ("currently", "lately", "recently", "now") or a span counted from that day
+    ("for the past two weeks", "in about six months", "next summer"). Such a line read
+    later needs that day beside it."""
+    if _FROM_SAID.search(text) or annotate(text, said) != text:
+        return True
+    return any(p.year is None for p in periods(_YEARLY.sub("", text)))
 
 
 def _month_end(month: int) -> int:

@@ -701,6 +701,56 @@ def test_the_last_day_a_plan_names_is_read_from_when_it_was_said(
     assert found == (dt.date.fromisoformat(day) if day else None)
 
 
+@pytest.mark.parametrize(("text", "from_said"), [
+    ("The user has been making a lot of salads lately.", True),
+    ("Tim is learning how to play the violin now.", True),
+    ("The user has been waking up at 7:30 every day for the past two weeks.", True),
+    ("The user has been teaching for over 10 years.", True),
+    ("The user and their partner plan to move in together in about six months.", True),
+    ("The user is planning a trip to Europe next summer.", True),
+    ("The user is planning a trip to New York City in June.", True),     # which June
+    ("The user got a puppy on February 10th.", True),
+    ("The user is looking forward to the yoga class on Tuesday.", True),  # which Tuesday
+    ("The user is planning a trip to Tokyo in June 2023.", False),       # dates itself
+    ("The user has always liked turtles.", False),                       # true whenever read
+    ("The user goes hiking every now and then.", False),
+    ("The user makes several servings at once, then eats them for a few days.", False),
+    ("The user shops for groceries on Sundays.", False),                 # a habit
+    ("The user's brother Alex was born on November 25th.", False),       # every year
+    ("The user loves the ocean.", False),
+])
+def test_what_tells_time_from_the_day_it_was_said(text: str, from_said: bool) -> None:
+    import datetime as dt
+
+    from projections.when import from_said as reads_from_said
+
+    assert reads_from_said(text, dt.date(2023, 5, 27)) is from_said
+
+
+def test_a_memory_md_line_that_tells_time_from_its_day_carries_the_day() -> None:
+    """"lately", "for the past two weeks", "in June" read a year on mean another time: the
+    line says the day its words were said; a line that names its year, or says nothing of
+    time, gets none."""
+    from workers.consolidation.consolidate import bullet_of
+
+    def line(text: str, subject: str = "") -> str:
+        return bullet_of(mined_line(text, subject, type_="workflow", at="2023-05-23T10:00:00Z"),
+                         frozenset({"user"}))
+
+    assert line("The user has been waking up around 7:30 am every day for the past two "
+                "weeks.") == ("The user has been waking up around 7:30 am every day for the"
+                              " past two weeks (said 23 May 2023)")
+    assert line("The user is planning a trip to New York City in June.") == \
+        "The user is planning a trip to New York City in June (said 23 May 2023)"
+    assert line("The user is planning a trip to Tokyo in June 2023.") == \
+        "The user is planning a trip to Tokyo in June 2023."
+    assert line("The user usually does a warm-up before playing.") == \
+        "The user usually does a warm-up before playing."
+    assert line("The user moved to Plymouth on 7 March 2023, the user lives in Plymouth now.",
+                "user|home") == "The user moved to Plymouth on 7 March 2023, the user lives" \
+                                " in Plymouth now."
+
+
 def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
     import datetime as dt
 

@@ -120,3 +120,23 @@ def test_a_night_writes_what_a_person_keeps_coming_back_to(home: Home, tmp_path:
     assert themes == ["- Ann teaches a pottery class at the community center on Mondays."] \
         or themes == ["- Ann sells Ann's pottery at the Saturday market every week."], memory_md
     assert "excited" not in memory_md
+
+
+def test_a_theme_line_that_tells_time_from_its_day_carries_the_day() -> None:
+    """"lately" read months later means another time: the line says when it was said."""
+    import datetime as dt
+
+    from projections.memories import Memory
+    from workers.consolidation.consolidate import theme_lines
+
+    def said(n: int, text: str) -> Memory:
+        at = f"2023-05-{1 + 7 * n:02d}T10:00:00Z"
+        return Memory(f"m{n}", "user_preference", text, "fact", "", 0.7, 1.0, [], "active", [],
+                      at, at, f"s{n}", ["r"], "heuristic", "", "")
+
+    active = [said(0, "Ann taught a pottery class at the community center."),
+              said(1, "Ann fired a new batch of pottery in the kiln at the studio."),
+              said(2, "Ann has been selling a lot of pottery at the market lately.")]
+    lines = theme_lines(active, frozenset({"ann"}), lambda m: "", dt.date(2023, 5, 20))
+    assert lines == ["Ann has been selling a lot of pottery at the market lately"
+                     " (said 15 May 2023)"]

@@ -61,7 +61,7 @@ from projections.readable import (
 from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
-from projections.when import last_day, periods
+from projections.when import from_said, last_day, periods
 
 from ..dreaming.dream import CONFLICT, log_now, said_at
 from ..llm.lenient_json import decode_lenient
@@ -415,10 +415,11 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
               replaced: bool = False) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
     an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) a day, unless
-    the line dates itself ("… got a new puppy on February 10th (since 1 November 2023)"
-    would read as two beginnings). The day it began, "(since 7 March 2026)", the day it was
-    first said, only when the value is known to have begun then: the line tells of the
-    change before any relative clause (:func:`..mining.values.says_a_change`: "… moved
+    the line names one ("… got a new puppy on February 10th (since 1 November 2023)" would
+    read as two beginnings; a day without a year gets the day it was said, as any line
+    telling time from it does: :func:`dated`). The day it began, "(since 7 March 2026)",
+    the day it was first said, only when the value is known to have begun then: the line
+    tells of the change before any relative clause (:func:`..mining.values.says_a_change`: "… moved
     to Leeds", "… switched to green tea"; not "… lounges on her cat tower, which the user
     got from Petco") or the value ``replaced`` an older one (dreaming's supersede on a
     conflict). Otherwise the value was told in passing, and had held for who knows how
@@ -429,18 +430,33 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
     value's that says it has held a while (:data:`_HELD_FOR`: "… has been teaching for
     over 10 years (said …)", not the teaching's first day). A statement with a subject key
     that says no value ("… are planning to move in together", a relationship line) gets
-    no day."""
+    none but :func:`dated`'s."""
     text = statement_of(memory)
     if not memory.created_at or periods(text):
-        return text
+        return dated(text, memory)
     impending = IMPENDING.search(text)
     if not impending and not (memory.subject and states_a_value(memory, names)):
-        return text
+        return dated(text, memory)
     if not impending and not _HELD_FOR.search(text) and (
             replaced or says_a_change(_RELATIVE.split(text, maxsplit=1)[0])):
         return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
     said = from_iso(memory.last_seen or memory.created_at).date()
     return f"{text.rstrip('.')} (said {day_text(said)})"
+
+
+def dated(line: str, memory: Memory) -> str:
+    """``line`` (``memory``'s) with the day its words were said, when they tell time from
+    it (:func:`projections.when.from_said`): "… a lot of salads lately (said 27 May 2023)",
+    "… planning a trip to New York City in June (said 3 March 2023)"; read months later,
+    "lately" or "in June" otherwise means another time. A line that names a year dates
+    itself ("Maya moved to Plymouth on the weekend of 7 March 2026, Maya lives in Plymouth
+    now")."""
+    if not memory.created_at or any(p.year is not None for p in periods(line)):
+        return line
+    said = from_iso(memory.created_at).date()
+    if not from_said(line, said):
+        return line
+    return f"{line.rstrip('.')} (said {day_text(said)})"
 
 
 def bare(bullet: str) -> str:
@@ -586,7 +602,7 @@ def theme_lines(active: list[Memory], names: frozenset[str],
             and not (today is not None
                      and phase_over(memory, today, phase_days, _PASSING_OR_IMPENDING))
 
-    return [s.line for s in theme_statements(said, allowed, skip=names)]
+    return [dated(s.line, by_id[s.id]) for s in theme_statements(said, allowed, skip=names)]
 
 
 def theme_line(memory: Memory) -> str:
