@@ -30,8 +30,9 @@ MARKER = "[… MEMORY.md truncated at {cap} characters]"
 Mark = tuple[int, str]
 # a current value's line ends with the day it began, when its line tells the change: "…
 # moved to Leeds (since 3 May 2026)"; else with the day it was said: "… is lactose
-# intolerant (said 3 May 2026)", "… is moving soon (said 3 May 2026)"
-_SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)$")
+# intolerant (said 3 May 2026)", "… is moving soon (said 3 May 2026)"; a model rewriting a
+# section may put a full stop after it
+_SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)\.?$")
 
 
 def without_since(line: str) -> str:

@@ -1266,3 +1266,16 @@ def test_a_current_value_joins_the_profile_only_when_it_names_its_person(
 
     names = frozenset({"ravi", "joanna", "melanie", "maria", "caroline", "the"})
     assert (section_for(mined_line(statement, "someone|job"), names) == "Profile") is profile
+
+
+@pytest.mark.parametrize("line", [
+    "The user has been really into documentaries lately (said 29 May 2023)",
+    # as a model rewriting the section writes it back: the stale check and the restating
+    # compare the line without its day, so a superseded memory's line still goes
+    "The user has been really into documentaries lately (said 29 May 2023).",
+    "The user has been really into documentaries lately (since 29 May 2023).",
+])
+def test_a_line_s_day_comes_off_with_or_without_a_full_stop_after_it(line: str) -> None:
+    from workers.consolidation.consolidate import bare
+
+    assert bare(line) == "The user has been really into documentaries lately"
