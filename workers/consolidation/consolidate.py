@@ -439,9 +439,9 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
         return dated(text, memory)
     if not impending and not _HELD_FOR.search(text) and (
             replaced or says_a_change(_RELATIVE.split(text, maxsplit=1)[0])):
-        return f"{text.rstrip('.')} (since {day_text(from_iso(memory.created_at).date())})"
+        return with_day(text, "since", from_iso(memory.created_at).date())
     said = from_iso(memory.last_seen or memory.created_at).date()
-    return f"{text.rstrip('.')} (said {day_text(said)})"
+    return with_day(text, "said", said)
 
 
 def dated(line: str, memory: Memory) -> str:
@@ -456,7 +456,13 @@ def dated(line: str, memory: Memory) -> str:
     said = from_iso(memory.created_at).date()
     if not from_said(line, said):
         return line
-    return f"{line.rstrip('.')} (said {day_text(said)})"
+    return with_day(line, "said", said)
+
+
+def with_day(line: str, word: str, day: dt.date) -> str:
+    """``line`` ending "(WORD DAY)" instead of its full stop: "… lives in Leeds (since 3 May
+    2026)"; :func:`bare` takes it off."""
+    return f"{line.rstrip('.')} ({word} {day_text(day)})"
 
 
 def bare(bullet: str) -> str:
