@@ -205,16 +205,24 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
 # Words that lean on what was said before them ("The user also loves …", "… has actually
 # been …", "… already has …", "Tim loves traveling too.", "… allergic to cockroaches as
 # well", "… their gas mileage too, and …"): a line of MEMORY.md is read without that
-# conversation. "But also" stays ("not only … but also"), and so do "too" before a word
-# ("too busy") and "as well as".
-_LEANING = re.compile(r"(?<!\bbut)\s+(?:also|actually|already)\b(?=\s)"
+# conversation. An "also" after a "but" and its clause's subject stays: it adds to what
+# the sentence said before it ("not only … but also", "… loves coconut milk, but Nate also
+# enjoys chocolate"); so do "too" before a word ("too busy") and "as well as".
+_LEANING = re.compile(r"\s+(?:also|actually|already)\b(?=\s)"
                       r"|,?\s+(?:too|as well)\b(?=\s*(?:[.!;,]|$))", re.IGNORECASE)
+_BUT_BEFORE = re.compile(r"\bbut(?:\s+[\w'’-]+){0,3}$", re.IGNORECASE)
 
 
 def without_leaning(line: str) -> str:
     """``line`` without the words that lean on an earlier turn (see :data:`_LEANING`):
     "Tim also loves traveling too." → "Tim loves traveling."."""
-    return _LEANING.sub("", line)
+    def drop(found: re.Match[str]) -> str:
+        word = found.group().split()[-1].casefold()
+        if word == "also" and _BUT_BEFORE.search(line[:found.start()]):
+            return found.group()
+        return ""
+
+    return _LEANING.sub(drop, line)
 
 
 # Once a line has opened with the user as its subject, a later "the user's" reads "their"
