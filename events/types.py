@@ -291,7 +291,9 @@ class MemoriesMined(Event):
     """Typed memories mined from one chunk of a session's turns (``first_seq`` …
     ``last_seq``: the log positions of its first and last turn). Each memory: ``id``,
     ``type``, ``content``, ``kind``, ``action``, ``confidence``, ``tags``, ``subject``,
-    ``refs`` (the turns' refs) and ``events`` (their event ids). ``reinforced``: active
+    ``refs`` (the turns' refs) and ``events`` (their event ids); ``source``: ``user`` for
+    what its speaker asked to keep ("please remember that …", as a ``Remembered`` note),
+    else none (the memory's source is ``model``). ``reinforced``: active
     memories the chunk said again (``{"id", "refs"}``), kept instead of duplicated.
     ``fallback``: why the heuristic extractor stood in for the model (empty otherwise)."""
 

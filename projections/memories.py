@@ -12,7 +12,8 @@ created_at, session and refs (the transcript refs it derives from).
 - ``MemoryFlagged``: confidence −0.1; at 0.2 or below the record is ``archived``.
 - ``MemoryForgotten``: the record becomes ``forgotten`` and its content is erased (the row
   stays, so the id can still be explained: forgotten, when, why).
-- ``MemoriesMined``: new records (``source`` = the model, or ``heuristic``), and the
+- ``MemoriesMined``: new records (``source`` = the model, or ``heuristic``; ``user`` for
+  what its speaker asked to keep), and the
   ``reinforced`` ones said again: their ``last_seen`` moves to the chunk's time, their
   relevancy back to 1 and their refs gain the new turns.
 - ``RelevancyDecayed``: relevancy = 0.5 ** (days from ``last_seen`` to the event's ``at`` /
@@ -53,6 +54,7 @@ FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
 STATUSES = ("active", "superseded", "forgotten", "archived")
 NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
+ASKED = "user"   # the source of a mined memory its speaker asked to keep: their own note
 
 
 class MemoriesProjector(Projector):
@@ -108,7 +110,7 @@ class MemoriesProjector(Projector):
         raw = {str(m["id"]): m for m in mined.memories}
         for item in memory_items(event):
             memory = raw.get(item.id, {})
-            source = (mined.model or "model") if memory else None
+            source = str(memory.get("source") or mined.model or "model") if memory else None
             self._upsert(db, event, item, str(memory.get("subject", "")), source)
         for again in mined.reinforced:
             self._reinforce(db, event, str(again["id"]), list(again.get("refs", [])))

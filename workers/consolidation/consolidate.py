@@ -181,8 +181,10 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if mined and today is not None and INTENDS.match(without_lead_in(memory.content)) \
             and _gone_by(memory, today):
         return None       # a plan of any kind ("… to shop at Publix in the week of …")
-    if not mined or memory.type != PREFERENCE.name:
+    if memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
+    if not mined:
+        return _own_section(memory)
     if _LIKED.search(memory.content) and (_THANKS.search(first_sentence(memory.content)) or (
             offered is not None and answers_an_offer(statement_of(memory), offered(memory)))):
         return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
@@ -198,6 +200,21 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS      # its when in what the line shows, not a later sentence or clause
     return None
+
+
+def _own_section(memory: Memory) -> str:
+    """The section of a person's own note of the preference type (a ``/remember``, or what
+    they asked to keep: "Sam is allergic to penicillin, please remember that"): where a
+    mined statement saying as much goes — a value's section, People, Plans — else
+    Preferences."""
+    text = without_discourse(memory.content)
+    if memory.subject:
+        return value_section(memory.subject)
+    if _KIN.match(text) and not _PASSING.match(text):
+        return PEOPLE
+    if INTENDS.match(text) and plan_when(statement_of(memory)):
+        return PLANS
+    return PREFERENCE.section
 
 
 def value_section(subject: str) -> str:

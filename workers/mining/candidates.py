@@ -22,6 +22,7 @@ class Candidate:
     subject: str = ""
     turns: list[int] = field(default_factory=list)   # line numbers in the chunk
     needs_attribute: bool = False   # kept only if it sets an attribute (.attributes)
+    asked: bool = False   # the speaker asked to keep it (.requests): their own note
 
     def __post_init__(self) -> None:
         if self.type not in MEMORY_TYPES:

@@ -23,7 +23,9 @@ stops, to resume later.
 what a small CPU model is slowest at. ``kind`` (and ``action`` for "remember to …") come
 from the heuristic extractor's patterns over the content, ``tags`` from its content words,
 and ``confidence`` is 0.8 for a model's memory (0.6–0.7 for the heuristic's) unless the
-answer gives one.
+answer gives one. What a speaker asked to keep ("please remember that …") is found by the
+heuristic extractor's patterns and comes first, whatever the model chose
+(:func:`.heuristic.asked_notes`); the model's own version of it is then a duplicate.
 
 **What is kept** of each memory: a known type (a few synonyms are mapped; else
 ``user_preference``) — ``workspace_profile`` only for identity facts (name, home, job,
@@ -51,7 +53,7 @@ from ..llm import Backend, make_backend
 from ..llm.lenient_json import LenientJSONError, loads_lenient
 from .candidates import HEURISTIC, KINDS, Candidate, Extraction
 from .chunks import Chunk, Turn
-from .heuristic import heuristic_candidates, kind_of, type_of
+from .heuristic import asked_notes, heuristic_candidates, kind_of, type_of
 from .text import content_words, grounded, normal_subject, stem, subject_key, tags_of
 
 SYSTEM = (
@@ -187,8 +189,8 @@ def extract(chunk: Chunk, spec: MinerSpec, llm: LLMConfig | None = None) -> Extr
         except LenientJSONError as exc:
             error = str(exc)
         else:
-            result.candidates = [c for c in (to_candidate(i, chunk) for i in items)
-                                 if c is not None]
+            result.candidates = asked_notes(chunk) + [
+                c for c in (to_candidate(i, chunk) for i in items) if c is not None]
             result.elapsed_ms = int((time.monotonic() - started) * 1000)
             return result
         if attempt == 0:

@@ -7,32 +7,41 @@ decisions, tool notes and habits their own types; the rest, a person's life, lik
 plans, ``user_preference``) and given the subject key of a single-valued attribute it sets
 (:func:`.text.subject_key`), so dreaming can supersede it. Questions, reactions, talk
 about the listener and sentences without a first-person subject are never kept: nothing
-rather than junk. Two more kinds are kept as said: "remember that …" notes, and a
+rather than junk. A request to remember (:mod:`.requests`: "Please remember that I'm
+allergic to penicillin", "My doctor is Dr. Patel - don't forget that!") keeps what it asks
+to: the speaker's own words as a statement, anything else as said ("Remember that the
+deploy key lives in the vault", "Remember to run make lint before pushing"). So is a
 sentence about software that fails or how it was fixed ("pytest doesn't work with the old
 plugin"), typed ``tool_use``.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
-confidence 0.7 (0.9 for "remember that …"). It is what ``diarist mine`` does when no LLM
+confidence 0.7 (0.9 for a request to remember). What a speaker asked of the listener to
+keep, or of themselves, has ``source = "user"``: their own note, as a ``/remember``
+(MEMORY.md keeps it, it does not fade). It is what ``diarist mine`` does when no LLM
 is configured, and what stands in for a model whose answer could not be used. At most
 :data:`PER_TURN` memories a turn.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from dataclasses import replace
 
 from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
 from projections.readable import main_clause
 
 from .candidates import Candidate
 from .chunks import Chunk, Turn
+from .requests import Request, about_speaker, request_in
 from .statements import Statement, is_disclosure, sentences, statements
-from .text import content_words, subject_key, tags_of
+from .text import content_words, normal, subject_key, tags_of
 
 MIN_WORDS = 2
 PER_TURN = 3
 MAX_CHARS = 240
 STATEMENT_CONFIDENCE = 0.7
+REMEMBERED_CONFIDENCE = 0.9
 _IDENTITY_ATTRIBUTES = ("|name", "|home", "|employer", "|job")
 # Words of software: one that means nothing else, or two that can ("I'm planning to go to
 # the beach", "the military aptitude test", "a movie script", "the Publix app", "build a
@@ -56,8 +65,6 @@ def _p(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-_REMEMBER = _p(r"^(?:please |and )?(?:remember|don'?t forget|do not forget|note)"
-               r"( that| to|:|,)?\s+(.{6,})")
 # (pattern, type, kind, confidence); the first that matches a sentence decides
 _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
     (_p(r"\bmy name is\b|\bi (?:live|am living|'m living) in\b|\bi(?:'ve| have)? moved to\b"
@@ -102,7 +109,7 @@ def kind_of(text: str) -> str:
         return "pitfall"
     if _RULES[2][0].search(low):
         return "workaround"
-    if _RULES[4][0].search(low) or _RECOMMEND.search(low) or _REMEMBER.match(low):
+    if _RULES[4][0].search(low) or _RECOMMEND.search(low) or request_in(low) is not None:
         return "recommendation"
     return "pattern"
 
@@ -126,19 +133,29 @@ def _by_topic(type_: str, text: str) -> str:
     return type_
 
 
-def _remembered(turn: Turn, sentence: str) -> Candidate | None:
-    """A "remember that …" note, kept as said (the speaker asked for exactly this)."""
-    remembered = _REMEMBER.match(sentence.casefold())
-    if not remembered:
-        return None
-    said = sentence[remembered.start(2):].strip().rstrip(".!")
-    if len(content_words(said)) < MIN_WORDS:
-        return None
-    to_do = remembered.group(1) == " to"
-    text = ("Remember to " + said) if to_do else said[0].upper() + said[1:]
+def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candidate | None:
+    """What a request to remember keeps (:mod:`.requests`). What the speaker says of
+    themselves ("I'm allergic to penicillin, please remember that") is their statement in
+    the third person, as any disclosure, and nothing where that is talk to the listener
+    ("And remember, I'm always here for you"); anything else asked to be remembered is
+    kept as said ("The deploy key lives in the vault", "Remember to run make lint before
+    pushing"), what to keep in mind for the task not at all. ``asked``: the speaker's own
+    note, which MEMORY.md keeps as it keeps a ``/remember``."""
+    said = request.kept
+    if not request.to_do and about_speaker(said):
+        found = statements(replace(turn, text=said[0].upper() + said[1:] + "."), names,
+                           min_words=1)
+        if not found:
+            return None
+        return replace(_from_statement(found[0]), confidence=REMEMBERED_CONFIDENCE,
+                       asked=request.asked)
+    if request.mind or len(content_words(said)) < MIN_WORDS:
+        return None       # "keep in mind that the test is applied objectively": the task
+    text = ("Remember to " + said) if request.to_do else said[0].upper() + said[1:]
     type_ = PROJECT_FACT.name if about_software(said) else DEFAULT.name
-    return Candidate(type_, text[:MAX_CHARS], "recommendation", said if to_do else "", 0.9,
-                     tags_of(said, turn.speaker), subject_key(said, turn.speaker), [turn.n])
+    return Candidate(type_, text[:MAX_CHARS], "recommendation", said if request.to_do else "",
+                     REMEMBERED_CONFIDENCE, tags_of(said, turn.speaker),
+                     subject_key(said, turn.speaker), [turn.n], asked=request.asked)
 
 
 def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
@@ -176,8 +193,12 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
         if not turn.source:
             continue
         found: list[Candidate] = []
+        kept: list[str] = []    # what requests to remember keep, not stated again
         for sentence in sentences(turn.text):
-            note = _remembered(turn, sentence)
+            request = request_in(sentence)
+            note = None if request is None else _remembered(turn, request, names)
+            if request is not None:
+                kept.append(normal(request.kept))
             if note is not None:
                 found.append(note)
             if note is None and not is_disclosure(sentence):
@@ -185,6 +206,17 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
                 if trouble is not None:
                     found.append(trouble)
         found += [_from_statement(s) for s in statements(turn, names)
-                  if _REMEMBER.match(s.said.casefold()) is None]
+                  if not any(k in normal(s.said) for k in kept)]
         out += found[:PER_TURN]
     return out
+
+
+def asked_notes(chunk: Chunk) -> list[Candidate]:
+    """The notes the chunk's speakers asked to keep (:func:`_remembered`), which a model's
+    extraction gets too: what a person asked to keep does not hang on a model's choice."""
+    names = {turn.speaker for turn in chunk.turns}
+    asked = ((turn, request) for turn in chunk.turns if turn.source
+             for request in map(request_in, sentences(turn.text))
+             if request is not None and request.asked)
+    return [note for turn, request in asked
+            if (note := _remembered(turn, request, names)) is not None]

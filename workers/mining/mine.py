@@ -30,6 +30,7 @@ from events import EventLog, Home, NewEvent, clock, streams
 from events.config import Config, load_config
 from events.types import MemoriesMined, MiningFailed
 from projections import ProjectionStore, open_store
+from projections.memories import ASKED
 from projections.mining import session_state, waiting_sessions
 
 from ..pass_lock import pass_lock
@@ -136,11 +137,14 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
 
 def _memory(chunk: Chunk, index: int, candidate: Candidate) -> dict:
     cited = [chunk.turns[n - 1] for n in candidate.turns]
-    return {"id": memory_id(chunk, index, candidate.content), "type": candidate.type,
-            "content": candidate.content, "kind": candidate.kind, "action": candidate.action,
-            "confidence": candidate.confidence, "tags": candidate.tags,
-            "subject": candidate.subject, "refs": [t.ref for t in cited],
-            "events": [t.event_id for t in cited], "at": max(t.at for t in cited)}
+    memory = {"id": memory_id(chunk, index, candidate.content), "type": candidate.type,
+              "content": candidate.content, "kind": candidate.kind, "action": candidate.action,
+              "confidence": candidate.confidence, "tags": candidate.tags,
+              "subject": candidate.subject, "refs": [t.ref for t in cited],
+              "events": [t.event_id for t in cited], "at": max(t.at for t in cited)}
+    if candidate.asked:
+        memory["source"] = ASKED   # the speaker's own note, as a /remember
+    return memory
 
 
 def mine(home: Home, spec: MinerSpec, *, extractor: Extractor | None = None,

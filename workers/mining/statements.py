@@ -10,7 +10,8 @@ third-person statements that name who.
    thanks and other reactions (:data:`_REACTION`: a sentence that only reacts carries no
    fact), requests and invitations, the verb first ("Check out my painting",
    :data:`_IMPERATIVE`), and hedged talk (:data:`_HEDGE`: "I think", "I guess" —
-   opinions about what the other said — or a condition: "If I …").
+   opinions about what the other said — or a condition: "If I …"). An opening "just so
+   you know", "FYI" or "for the record" is no talk about the listener.
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
@@ -46,11 +47,14 @@ MAX_CHARS = 280
 CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
-                   r"|haha+|lol|sure|totally|honestly|actually)(?:[,!:]|\s*[-–—])?\s+"
+                   r"|haha+|lol|sure|totally|honestly|actually|fyi|just so you know"
+                   r"|for (?:the record|your information|context|what it's worth)"
+                   r")(?:[,!:]|\s*[-–—])?\s+"
                    r"|guess what(?:[,!:]|\s*[-–—])\s+)+",   # not "Guess what I do now: …"
                    re.IGNORECASE)
 _ENUMERATED = re.compile(r"^(?:\d{1,3}[.)]|[-*•#]+)\s+")   # a list item's mark
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
+# the speaker as a sentence's subject, or whose thing it is (casefolded text)
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll|my|our)\b")
 # talk to the listener: "you", and a request ("please list the dates")
 _TO_LISTENER = re.compile(r"\b(?:you|your|you're|you've|yours|u|please)\b")
 _REACTION = re.compile(
@@ -149,21 +153,32 @@ class Statement:
 
 def sentences(text: str) -> list[str]:
     """``text``'s sentences (:func:`projections.passages.sentences`: a line is one too; a
-    period inside "Chewy.com" or "3.50" ends none), captions and list marks left out."""
+    period inside "Chewy.com" or "3.50" ends none, nor one after a title: "Dr. Patel"),
+    captions and list marks left out."""
     bare = CAPTION.sub(" ", text)
-    found = (_ENUMERATED.sub("", " ".join(s.split())) for s in split_sentences(bare))
-    return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in found if s]
+    found = [_ENUMERATED.sub("", " ".join(s.split())) for s in split_sentences(bare)]
+    joined: list[str] = []
+    for piece in (s for s in found if s):
+        if joined and _TITLE_END.search(joined[-1]):
+            joined[-1] = f"{joined[-1]} {piece}"
+        else:
+            joined.append(piece)
+    return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in joined]
 
 
-def is_disclosure(sentence: str) -> bool:
+# a title before a name, whose full stop ends no sentence ("My doctor is Dr. Patel")
+_TITLE_END = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr)\.$")
+
+
+def is_disclosure(sentence: str, min_words: int = MIN_CONTENT_WORDS) -> bool:
     """Whether a sentence tells something about its speaker (see the module doc); a lead
     of interjections ("Oh wow, yeah I moved …") does not count."""
     low = _LEAD.sub("", folded(sentence))
-    if sentence.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
+    if sentence.rstrip().endswith("?") or not FIRST_PERSON.search(low):
         return False
     if _tells_nothing(low) or _ELLIPSIS.search(low):
         return False
-    return len(content_words(sentence)) >= MIN_CONTENT_WORDS
+    return len(content_words(sentence)) >= min_words
 
 
 def _tells_nothing(low: str) -> bool:
@@ -319,10 +334,13 @@ def _vocative(names: Collection[str]) -> re.Pattern[str] | None:
     return re.compile(rf"^(?:{'|'.join(map(re.escape, names))})[,!]\s+", re.IGNORECASE)
 
 
-def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
+def statements(turn: Turn, names: Collection[str] = (),
+               min_words: int = MIN_CONTENT_WORDS) -> list[Statement]:
     """The disclosures of a source turn, in the third person, dated; a sentence that goes
     on with a disclosure (:func:`_follows`) joins it. ``names``: the conversation's
-    speakers, whom a sentence may open by addressing (left out)."""
+    speakers, whom a sentence may open by addressing (left out); ``min_words``: the
+    content words a disclosure has at least (one, for what a speaker asked to keep: "I'm
+    diabetic")."""
     if not turn.source:
         return []
     at = clock.from_iso(turn.at)
@@ -336,7 +354,7 @@ def statements(turn: Turn, names: Collection[str] = ()) -> list[Statement]:
             sentence = vocative.sub("", bare)
         sentence = _without_since_we_talked(_after_request(sentence))
         sentence = sentence[:1].upper() + sentence[1:]
-        if is_disclosure(sentence):
+        if is_disclosure(sentence, min_words):
             groups.append([sentence])
             joined = True
         elif joined and _follows(sentence):

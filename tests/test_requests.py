@@ -1,0 +1,143 @@
+"""A request to remember: "please remember that …", before what it asks to keep or after
+it, is kept by the night with no model — the speaker's words as a statement, their own
+note (source ``user``) that MEMORY.md keeps as it keeps a ``/remember``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from events import EventLog, Home
+from events.transcript import import_file
+from projections import open_store
+from projections.memories import list_memories
+from workers.consolidation.consolidate import consolidate
+from workers.mining.chunks import Chunk, Turn
+from workers.mining.extract import MinerSpec, extract
+from workers.mining.heuristic import heuristic_candidates
+from workers.mining.mine import mine
+from workers.mining.requests import request_in
+from workers.sync.replay import verify
+
+from .conftest import rules, write_transcript
+
+HEURISTIC = MinerSpec()
+
+
+@pytest.mark.parametrize(("sentence", "kept", "to_do", "asked"), [
+    ("I am allergic to penicillin, please remember that.", "I am allergic to penicillin",
+     False, True),
+    ("Please remember that my daughter's name is Ana.", "my daughter's name is Ana", False,
+     True),
+    ("Remember: I take my coffee black.", "I take my coffee black", False, True),
+    ("Can you remember that my wife's birthday is on 3 May?", "my wife's birthday is on 3 May",
+     False, True),
+    ("I'd like you to remember that I'm training for a marathon.",
+     "I'm training for a marathon", False, True),
+    ("My doctor is Dr. Patel - don't forget that!", "My doctor is Dr. Patel", False, True),
+    # for the task at hand, not for good: mined as any statement, no note of their own
+    ("Keep in mind that I'm diabetic.", "I'm diabetic", False, False),
+    ("What is my charisma modifier? Keep in mind I am a hot elf girl",
+     "I am a hot elf girl", False, False),
+    ("I use Neovim for everything, keep that in mind.", "I use Neovim for everything", False,
+     False),
+    ("Please note that I want the output in JSON.", "I want the output in JSON", False, False),
+    # advice to the listener, a thing to do: no note of the speaker's
+    ("Remember that staying positive is very important.", "staying positive is very important",
+     False, False),
+    ("Please remember to run make lint before pushing.", "run make lint before pushing", True,
+     False),
+    # mining reads scrubbed turns: a secret is no note of the speaker's
+    ("My API key is [secret], please remember that.", "My API key is [secret]", False, False),
+])
+def test_a_request_to_remember_says_what_it_keeps(sentence: str, kept: str, to_do: bool,
+                                                  asked: bool) -> None:
+    request = request_in(sentence.split("? ")[-1])
+    assert request is not None
+    assert (request.kept, request.to_do, request.asked) == (kept, to_do, asked)
+
+
+@pytest.mark.parametrize("sentence", [
+    "Remember that epic block in Game 7 of the '16 Finals?",   # a question
+    "Remember when we volunteered together last year?",
+    "I remember when I did my first play, I was so nervous.",  # the speaker remembers
+    "This is all going into my game, remember?",
+    "I always keep that in mind, trust me.",
+    "Keep up the good work and don't forget your passion for dance.",
+])
+def test_what_is_no_request_to_remember(sentence: str) -> None:
+    assert request_in(sentence) is None
+
+
+def turn_of(text: str, speaker: str = "Sam") -> Turn:
+    return Turn(1, 1, "e1", "r1", "user", speaker, text, "2026-11-10T10:00:00Z", True)
+
+
+def mined(text: str) -> list[tuple[str, bool]]:
+    return [(c.content, c.asked) for c in heuristic_candidates(Chunk("s", [turn_of(text)]))]
+
+
+def test_the_heuristic_keeps_what_a_speaker_asked_to_keep_in_the_third_person() -> None:
+    assert mined("I am allergic to penicillin, please remember that.") == [
+        ("Sam is allergic to penicillin.", True)]
+    assert mined("My doctor is Dr. Patel - don't forget that!") == [
+        ("Sam's doctor is Dr. Patel.", True)]
+    # once, not also as the statement the sentence makes without its request
+    assert mined("Remember: I take my coffee black. I live in Porto.") == [
+        ("Sam takes Sam's coffee black.", True), ("Sam lives in Porto.", False)]
+    # kept in mind: a statement as any other, however short, without its request
+    assert mined("Keep in mind that I'm diabetic.") == [("Sam is diabetic.", False)]
+    assert mined("I use Neovim for everything, keep that in mind.") == [
+        ("Sam uses Neovim for everything.", False)]
+    assert mined("Keep in mind that the test for repudiation is applied objectively.") == []
+    # talk to the listener stays out, request or not
+    assert mined("And remember, I'm always here for you.") == []
+    # advice is kept as said, as before: no note of the speaker's
+    assert mined("Remember that the deploy key lives in the vault.") == [
+        ("The deploy key lives in the vault", False)]
+
+
+def test_an_opening_to_the_listener_leaves_the_disclosure() -> None:
+    assert mined("Just so you know, I'm vegetarian.") == [("Sam is vegetarian.", False)]
+    assert mined("For the record, I hate cilantro.") == [("Sam hates cilantro.", False)]
+
+
+def test_a_model_extraction_gets_what_was_asked_first(tmp_path: Path) -> None:
+    chunk = Chunk("s", [turn_of("I like green tea."),
+                        Turn(2, 2, "e2", "r2", "user", "Sam",
+                             "I am allergic to penicillin, please remember that.",
+                             "2026-11-10T10:01:00Z", True)])
+    spec = MinerSpec("scripted", script=str(rules(tmp_path, {"reply": (
+        '{"memories": [{"content": "Sam likes green tea", "type": "user_preference",'
+        ' "subject": "", "turns": [1]}]}')})))
+    found = extract(chunk, spec).candidates
+    assert [(c.content, c.asked) for c in found] == [
+        ("Sam is allergic to penicillin.", True), ("Sam likes green tea", False)]
+
+
+def test_memory_md_keeps_what_was_asked_as_the_speakers_own_note(home: Home,
+                                                                 tmp_path: Path) -> None:
+    said = ["I am allergic to penicillin, please remember that.",
+            "My doctor is Dr. Patel - don't forget that!",
+            "My doctor is Dr. Patel.",    # the same fact, not asked: no line of its own
+            "Please remember that my wife's birthday is on 3 May.",
+            "My API key is sk-abc123def456ghi789jkl012mno345pq, please remember that."]
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", [
+            {"session": f"s{i}", "at": f"2026-11-1{i}T10:00:00Z", "role": "user",
+             "name": "Sam", "text": text, "ref": f"r{i}"} for i, text in enumerate(said)]))
+    mine(home, HEURISTIC)
+    with open_store(home) as store:
+        kept = {m.content: m.source for m in list_memories(store.db)}
+    assert {k: v for k, v in kept.items() if "[secret]" not in k} == {
+        "Sam is allergic to penicillin.": "user", "Sam's doctor is Dr. Patel.": "user",
+        "Sam's wife's birthday is on 3 May.": "user"}
+    assert all(v == "heuristic" for k, v in kept.items() if "[secret]" in k)
+    consolidate(home, HEURISTIC)
+    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    # a doctor is no like, value or relative: mined, MEMORY.md would leave it out
+    assert "- Sam's doctor is Dr. Patel." in text
+    assert "## People\n- Sam's wife's birthday is on 3 May." in text
+    assert "- Sam is allergic to penicillin." in text
+    assert "sk-abc123" not in text and "[secret]" not in text and "API key" not in text
+    assert all(v.same for v in verify(home))   # replay rebuilds the same, with no model
