@@ -204,7 +204,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
 
 def _own_section(memory: Memory) -> str:
     """The section of a person's own note of the preference type (a ``/remember``, or what
-    they asked to keep: "Sam is allergic to penicillin, please remember that"): where a
+    they asked to remember: "I'm allergic to penicillin, please remember that"): where a
     mined statement saying as much goes — a value's section, People, Plans — else
     Preferences."""
     text = without_discourse(memory.content)

@@ -23,9 +23,9 @@ stops, to resume later.
 what a small CPU model is slowest at. ``kind`` (and ``action`` for "remember to …") come
 from the heuristic extractor's patterns over the content, ``tags`` from its content words,
 and ``confidence`` is 0.8 for a model's memory (0.6–0.7 for the heuristic's) unless the
-answer gives one. What a speaker asked to keep ("please remember that …") is found by the
-heuristic extractor's patterns and comes first, whatever the model chose
-(:func:`.heuristic.asked_notes`); the model's own version of it is then a duplicate.
+answer gives one. What a speaker asked to remember of themselves ("please remember that
+I …") is found by the heuristic extractor's patterns and comes first, whatever the model
+chose (:func:`.heuristic.asked_notes`); the model's own version of it is a duplicate.
 
 **What is kept** of each memory: a known type (a few synonyms are mapped; else
 ``user_preference``) — ``workspace_profile`` only for identity facts (name, home, job,

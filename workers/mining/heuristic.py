@@ -1,5 +1,5 @@
 """The extractor that needs no model: what each source turn discloses about its speaker,
-as third-person statements (:mod:`.statements`), and "remember that …" notes.
+as third-person statements (:mod:`.statements`), and what a request to remember keeps.
 
 Each statement is one memory citing its one turn, typed by the patterns below over the
 sentence as said (identity facts — name, home, employer, job — are ``workspace_profile``;
@@ -8,19 +8,19 @@ plans, ``user_preference``) and given the subject key of a single-valued attribu
 (:func:`.text.subject_key`), so dreaming can supersede it. Questions, reactions, talk
 about the listener and sentences without a first-person subject are never kept: nothing
 rather than junk. A request to remember (:mod:`.requests`: "Please remember that I'm
-allergic to penicillin", "My doctor is Dr. Patel - don't forget that!") keeps what it asks
-to: the speaker's own words as a statement, anything else as said ("Remember that the
-deploy key lives in the vault", "Remember to run make lint before pushing"). So is a
-sentence about software that fails or how it was fixed ("pytest doesn't work with the old
-plugin"), typed ``tool_use``.
+allergic to penicillin", "My doctor is Dr. Patel - don't forget that!", "Keep in mind that
+I'm diabetic") keeps what it asks to: the speaker's own words as a statement, anything
+else asked to be remembered as said ("Remember that the deploy key lives in the vault",
+"Remember to run make lint before pushing"). So is a sentence about software that fails
+or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_use``.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
-confidence 0.7 (0.9 for a request to remember). What a speaker asked of the listener to
-keep, or of themselves, has ``source = "user"``: their own note, as a ``/remember``
-(MEMORY.md keeps it, it does not fade). It is what ``diarist mine`` does when no LLM
-is configured, and what stands in for a model whose answer could not be used. At most
-:data:`PER_TURN` memories a turn.
+confidence 0.7 (0.9 for a request to remember). What a speaker asked to remember of
+themselves has ``source = "user"``: their own note, as a ``/remember`` (MEMORY.md keeps
+it, it does not fade). It is what ``diarist mine`` does when no LLM is configured, and
+what stands in for a model whose answer could not be used. At most :data:`PER_TURN`
+memories a turn.
 """
 from __future__ import annotations
 
