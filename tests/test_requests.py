@@ -141,3 +141,22 @@ def test_memory_md_keeps_what_was_asked_as_the_speakers_own_note(home: Home,
     assert "- Sam is allergic to penicillin." in text
     assert "sk-abc123" not in text and "[secret]" not in text and "API key" not in text
     assert all(v.same for v in verify(home))   # replay rebuilds the same, with no model
+
+
+def test_what_a_person_noted_and_also_asked_in_a_chat_is_one_memory(home: Home,
+                                                                     tmp_path: Path) -> None:
+    """A ``/remember`` (or the tool's) in the first person and the same asked in the chat:
+    mining reinforces the note instead of writing it again in the third person."""
+    from workers.memory.remember import remember
+
+    remember(home, "I'm allergic to penicillin")
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", [
+            {"session": "s", "at": "2026-11-10T10:00:00Z", "role": "user", "name": "user",
+             "text": "I am allergic to penicillin, please remember that.", "ref": "r1"}]))
+    report = mine(home, HEURISTIC)
+    assert (report.new, report.reinforced) == (0, 1)
+    with open_store(home) as store:
+        [note] = list_memories(store.db)
+    assert (note.content, note.source) == ("I'm allergic to penicillin", "user")
+    assert "r1" in note.refs

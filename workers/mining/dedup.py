@@ -1,7 +1,10 @@
 """Never mine a memory that is already active: the same text (normal form), or a near
 duplicate by embedding (:func:`workers.mining.text.says_as_much`: cosine ≥ 0.90 with the
 guards on numbers, names and word order, or a shorter statement an active one subsumes; a
-fuller statement is mined, and dreaming merges the shorter into it).
+fuller statement is mined, and dreaming merges the shorter into it). A person's own note
+in the first person ("I'm allergic to penicillin", a ``/remember``) is read as mining
+would write it too ("The user is allergic to penicillin"), so what they also said in a
+chat is no second line.
 
 The embedding check runs only when an embedding model has been chosen (``diarist sync``
 exports it): the embedder is loaded on the first candidate that the normal form does not
@@ -15,9 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from events import Home
 from projections import ProjectionStore
+from projections.memories import ASKED as USER
 from projections.memories import list_memories
 from projections.memory_vectors import memory_vectors
 
+from .requests import about_speaker
+from .statements import third_person
 from .text import normal, says_as_much
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,8 +39,12 @@ class ActiveMemories:
         self.contents: list[str] = []
         self.by_normal: dict[str, str] = {}
         self.subjects: set[str] = set()   # the subject keys of the current values
+        self._restated: set[int] = set()    # rows of a note in the third person: embed anew
         for memory in list_memories(store.db):
             self._remember(memory.id, memory.content, memory.subject)
+            if memory.source == USER and about_speaker(memory.content):
+                self._restated.add(len(self.ids))
+                self._remember(memory.id, third_person(memory.content, USER))
         self._embedder: Any = None
         self._buffer: np.ndarray | None = None   # row i: the vector of self.ids[i]
         self._rows = 0
@@ -65,12 +75,13 @@ class ActiveMemories:
             return
         cached_ids, cached = memory_vectors(self.store.db, self.ids)
         found = dict(zip(cached_ids, cached if cached is not None else [], strict=False))
-        missing = [i for i, memory_id in enumerate(self.ids) if memory_id not in found]
+        missing = [i for i, memory_id in enumerate(self.ids)
+                   if memory_id not in found or i in self._restated]
         fresh = self._embedder.embed([self.contents[i] for i in missing]) if missing else None
         dimension = 384 if cached is None else cached.shape[1]
         rows = np.zeros((max(len(self.ids) * 2, 64), dimension), dtype=np.float32)
         for i, memory_id in enumerate(self.ids):
-            if memory_id in found:
+            if memory_id in found and i not in self._restated:
                 rows[i] = found[memory_id]
         for j, i in enumerate(missing):
             rows[i] = fresh[j]  # type: ignore[index]
