@@ -53,8 +53,9 @@ from .schema import create_table
 FLAG_STEP = 0.1
 ARCHIVE_AT = 0.2
 STATUSES = ("active", "superseded", "forgotten", "archived")
-NOT_MINED = ("", "user", "agent")   # detected facts, the user's and the agent's own notes
-ASKED = "user"   # the source of a mined memory its speaker asked to keep: their own note
+# the source of the user's own notes: a /remember, or what they asked a chat to remember
+USER = "user"
+NOT_MINED = ("", USER, "agent")   # detected facts, the user's and the agent's own notes
 
 
 class MemoriesProjector(Projector):

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from events import Home
 from projections import ProjectionStore
-from projections.memories import ASKED as USER
-from projections.memories import list_memories
+from projections.memories import USER, list_memories
 from projections.memory_vectors import memory_vectors
 
 from .requests import about_speaker

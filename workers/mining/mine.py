@@ -30,7 +30,7 @@ from events import EventLog, Home, NewEvent, clock, streams
 from events.config import Config, load_config
 from events.types import MemoriesMined, MiningFailed
 from projections import ProjectionStore, open_store
-from projections.memories import ASKED
+from projections.memories import USER
 from projections.mining import session_state, waiting_sessions
 
 from ..pass_lock import pass_lock
@@ -143,7 +143,7 @@ def _memory(chunk: Chunk, index: int, candidate: Candidate) -> dict:
               "subject": candidate.subject, "refs": [t.ref for t in cited],
               "events": [t.event_id for t in cited], "at": max(t.at for t in cited)}
     if candidate.asked:
-        memory["source"] = ASKED   # the speaker's own note, as a /remember
+        memory["source"] = USER   # the speaker's own note, as a /remember
     return memory
 
 

@@ -45,6 +45,8 @@ MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
 # an image caption, "[a photo of …]": three words or more in brackets ("[secret]" stays)
 CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")
+# a title before a name, whose full stop ends no sentence ("My doctor is Dr. Patel")
+_TITLE_END = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr)\.$")
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
                    r"|haha+|lol|sure|totally|honestly|actually|fyi|just so you know"
@@ -165,9 +167,6 @@ def sentences(text: str) -> list[str]:
             joined.append(piece)
     return [re.sub(r"\s+([.!?,;:])", r"\1", s) for s in joined]
 
-
-# a title before a name, whose full stop ends no sentence ("My doctor is Dr. Patel")
-_TITLE_END = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr)\.$")
 
 
 def is_disclosure(sentence: str, min_words: int = MIN_CONTENT_WORDS) -> bool:
