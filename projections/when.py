@@ -117,6 +117,11 @@ _YEARLY = re.compile(r"\b(?:born|(?:birthday|anniversary) is)\s+(?:on|in)\s+"
                      r"(?:the\s+)?[\w’']+(?:\s+(?:of\s+)?[\w’']+)?", re.IGNORECASE)
 
 
+def yearly(text: str) -> bool:
+    """Whether ``text`` names a day that comes back every year (see :data:`_YEARLY`)."""
+    return bool(_YEARLY.search(text))
+
+
 def from_said(text: str, said: dt.date) -> bool:
     """Whether ``text`` names a time only the day it was said fixes: a relative expression
     (:func:`.relative_time.annotate` dates it from ``said``: "last week", "two months ago",

@@ -160,3 +160,28 @@ def test_what_a_person_noted_and_also_asked_in_a_chat_is_one_memory(home: Home,
         [note] = list_memories(store.db)
     assert (note.content, note.source) == ("I'm allergic to penicillin", "user")
     assert "r1" in note.refs
+
+
+def test_a_note_of_a_day_to_come_is_a_plan_until_that_day_is_gone_by(home: Home,
+                                                                      tmp_path: Path) -> None:
+    """What a person asked to remember that names a day to come is in Plans, not kept
+    forever: a week past the day (by the log's time) it leaves MEMORY.md, its journal keeps
+    it. A day that comes back every year stays."""
+    def say(ref: str, at: str, text: str) -> None:
+        with EventLog(home.events_db) as log:
+            import_file(log, write_transcript(tmp_path / f"{ref}.jsonl", [
+                {"session": ref, "at": at, "role": "user", "name": "user", "text": text,
+                 "ref": ref}]))
+        mine(home, HEURISTIC)
+        consolidate(home, HEURISTIC)
+
+    # Tuesday 10 November 2026: Friday is the 13th
+    say("r1", "2026-11-10T10:00:00Z",
+        "Please remember that I have a dentist appointment on Friday.")
+    say("r2", "2026-11-10T10:05:00Z", "Please remember that my wife's birthday is on 3 May.")
+    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "## Plans\n- The user has a dentist appointment on Friday" in text
+    say("r3", "2026-11-25T10:00:00Z", "I live in Porto.")
+    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "dentist" not in text and "The user's wife's birthday is on 3 May" in text
+    assert "dentist" in (home.memory_dir / "2026-11-10.md").read_text(encoding="utf-8")

@@ -61,7 +61,7 @@ from projections.readable import (
 from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
-from projections.when import from_said, last_day, periods
+from projections.when import from_said, last_day, periods, yearly
 
 from ..dreaming.dream import CONFLICT, log_now, said_at
 from ..llm.lenient_json import decode_lenient
@@ -184,7 +184,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if memory.type != PREFERENCE.name:
         return SECTIONS.get(memory.type, NOTES)
     if not mined:
-        return _own_section(memory)
+        return _own_section(memory, today)
     if _LIKED.search(memory.content) and (_THANKS.search(first_sentence(memory.content)) or (
             offered is not None and answers_an_offer(statement_of(memory), offered(memory)))):
         return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
@@ -202,12 +202,20 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     return None
 
 
-def _own_section(memory: Memory) -> str:
+def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     """The section of a person's own note of the preference type (a ``/remember``, or what
     they asked to remember: "I'm allergic to penicillin, please remember that"): where a
     mined statement saying as much goes — a value's section, People, Plans — else
-    Preferences."""
+    Preferences. A note of a day to come ("… has a dentist appointment on Friday") is a
+    plan until a week past that day (:func:`_gone_by`: by ``today``, the log's time), then
+    its journal keeps it; one of a day gone by when said is a note (Notes). A day that
+    comes back every year is neither ("… wife's birthday is on 3 May": People)."""
     text = without_discourse(memory.content)
+    day = None if yearly(text) else _day_of(memory)
+    if day is not None:
+        if today is not None and _gone_by(memory, today):
+            return None
+        return PLANS if day >= from_iso(memory.created_at).date() else NOTES
     if memory.subject:
         return value_section(memory.subject)
     if _KIN.match(text) and not _PASSING.match(text):
@@ -300,17 +308,22 @@ PLAN_GRACE = dt.timedelta(days=7)   # "on May 22nd and 29th" names only the 22nd
 
 
 def _gone_by(plan: Memory, today: dt.date) -> bool:
-    """Whether the last day ``plan`` names (:func:`projections.when.last_day`, from the day
-    it was said) is more than :data:`PLAN_GRACE` before ``today``. A weekday it names is
-    read as its date (:func:`projections.relative_time.annotate`: "… the Vinyasa Flow class
-    on Tuesday", said on Saturday 27 May, is on 30 May), which mining leaves as said in a
-    plan."""
-    try:
-        said = from_iso(plan.created_at).date()
-    except ValueError:
-        return False
-    day = last_day(annotate(plan.content, said), said)
+    """Whether the last day ``plan`` names (:func:`_day_of`) is more than
+    :data:`PLAN_GRACE` before ``today``."""
+    day = _day_of(plan)
     return day is not None and day + PLAN_GRACE < today
+
+
+def _day_of(memory: Memory) -> dt.date | None:
+    """The last day ``memory`` names (:func:`projections.when.last_day`, from the day it was
+    said), or None. A weekday it names is read as its date
+    (:func:`projections.relative_time.annotate`: "… the Vinyasa Flow class on Tuesday",
+    said on Saturday 27 May, is on 30 May), which mining leaves as said in a plan."""
+    try:
+        said = from_iso(memory.created_at).date()
+    except ValueError:
+        return None
+    return last_day(annotate(memory.content, said), said)
 
 
 # A mined statement joins MEMORY.md when it *says* a like, a relationship or a dated plan
@@ -588,16 +601,16 @@ def _stale(names: frozenset[str], active: list[Memory], inactive: list[Memory],
            offered: Callable[[Memory], str], today: dt.date | None,
            phase_days: float = PHASE_DAYS) -> set[str]:
     """What ``inactive`` (superseded and archived) memories said, unless an active one
-    says it too (a merged duplicate says what its keeper says); and what an active mined
-    memory says that no longer joins MEMORY.md (:func:`section_for`: a line written before
-    a rule left it out goes on the next run)."""
+    says it too (a merged duplicate says what its keeper says); and what an active memory
+    says that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule
+    left it out goes on the next run, a note's plan a week past its day)."""
     def lines(memories: Iterable[Memory]) -> set[str]:   # a line written whole or cut
         return {normal(form) for m in memories if m.content.strip()
                 for form in (*_earlier_forms(m), statement_of(m))}
 
     gone = lines(inactive) - lines(active)
-    left_out = {m.id for m in active if m.source not in NOT_MINED
-                and section_for(m, names, offered, today, phase_days) is None}
+    left_out = {m.id for m in active
+                if section_for(m, names, offered, today, phase_days) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
 
