@@ -90,8 +90,10 @@ def test_the_heuristic_keeps_what_a_speaker_asked_to_keep_in_the_third_person() 
     assert mined("I use Neovim for everything, keep that in mind.") == [
         ("Sam uses Neovim for everything.", False)]
     assert mined("Keep in mind that the test for repudiation is applied objectively.") == []
-    # talk to the listener stays out, request or not
+    # talk to the listener stays out, request or not; what points back is no note
     assert mined("And remember, I'm always here for you.") == []
+    assert mined("Please remember that I bought it for my sister.") == [
+        ("Sam bought it for Sam's sister.", False)]
     # advice is kept as said, as before: no note of the speaker's
     assert mined("Remember that the deploy key lives in the vault.") == [
         ("The deploy key lives in the vault", False)]

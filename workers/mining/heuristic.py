@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
-from projections.readable import main_clause
+from projections.readable import main_clause, points_out, self_contained
 
 from .candidates import Candidate
 from .chunks import Chunk, Turn
@@ -140,15 +140,19 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
     ("And remember, I'm always here for you"); anything else asked to be remembered is
     kept as said ("The deploy key lives in the vault", "Remember to run make lint before
     pushing"), what to keep in mind for the task not at all. ``asked``: the speaker's own
-    note, which MEMORY.md keeps as it keeps a ``/remember``."""
+    note, which MEMORY.md keeps as it keeps a ``/remember``, when it reads alone (not "…
+    bought it for Sam's sister": :func:`projections.readable.self_contained`)."""
     said = request.kept
     if not request.to_do and about_speaker(said):
         found = statements(replace(turn, text=said[0].upper() + said[1:] + "."), names,
                            min_words=1)
         if not found:
             return None
-        return replace(_from_statement(found[0]), confidence=REMEMBERED_CONFIDENCE,
-                       asked=request.asked)
+        note = _from_statement(found[0])
+        # a note of their own reads alone: "… remember, I love this place" points back
+        asked = request.asked and self_contained(note.content, mined=True) \
+            and not points_out(note.content)
+        return replace(note, confidence=REMEMBERED_CONFIDENCE, asked=asked)
     if request.mind or len(content_words(said)) < MIN_WORDS:
         return None       # "keep in mind that the test is applied objectively": the task
     text = ("Remember to " + said) if request.to_do else said[0].upper() + said[1:]
