@@ -187,3 +187,18 @@ def test_a_note_of_a_day_to_come_is_a_plan_until_that_day_is_gone_by(home: Home,
     text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
     assert "dentist" not in text and "The user's wife's birthday is on 3 May" in text
     assert "dentist" in (home.memory_dir / "2026-11-10.md").read_text(encoding="utf-8")
+
+
+def test_a_note_of_a_day_gone_by_is_a_note_unless_it_says_a_value(home: Home,
+                                                                   tmp_path: Path) -> None:
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", [
+            {"session": "s", "at": f"2026-11-10T10:0{i}:00Z", "role": "user", "name": "user",
+             "text": text, "ref": f"r{i}"} for i, text in enumerate([
+                 "Please remember that I moved to Leeds in 2019.",
+                 "Please remember that I ran my first marathon on 3 May 2024."])]))
+    mine(home, HEURISTIC)
+    consolidate(home, HEURISTIC)
+    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "## Profile\n- The user moved to Leeds in 2019." in text
+    assert "## Notes\n- The user ran the user's first marathon on 3 May 2024." in text

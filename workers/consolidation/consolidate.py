@@ -208,18 +208,20 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     mined statement saying as much goes — a value's section, People, Plans — else
     Preferences. A note of a day to come ("… has a dentist appointment on Friday") is a
     plan until a week past that day (:func:`_gone_by`: by ``today``, the log's time), then
-    its journal keeps it; one of a day gone by when said is a note (Notes). A day that
-    comes back every year is neither ("… wife's birthday is on 3 May": People)."""
+    its journal keeps it; one that tells of a day gone by, and of no value or relative, is
+    a note (Notes: "… went to Paris on 3 May 2024"; "… has lived in Leeds since 2019" is a
+    value). A day that comes back every year is neither ("… wife's birthday is on 3 May":
+    People)."""
     text = without_discourse(memory.content)
     day = None if yearly(text) else _day_of(memory)
-    if day is not None:
-        if today is not None and _gone_by(memory, today):
-            return None
-        return PLANS if day >= from_iso(memory.created_at).date() else NOTES
+    if day is not None and day >= from_iso(memory.created_at).date():
+        return None if today is not None and _gone_by(memory, today) else PLANS
     if memory.subject:
         return value_section(memory.subject)
     if _KIN.match(text) and not _PASSING.match(text):
         return PEOPLE
+    if day is not None:
+        return NOTES
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS
     return PREFERENCE.section
