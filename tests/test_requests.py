@@ -107,7 +107,8 @@ def test_an_opening_to_the_listener_leaves_the_disclosure() -> None:
 def test_a_model_extraction_gets_what_was_asked_first(tmp_path: Path) -> None:
     chunk = Chunk("s", [turn_of("I like green tea."),
                         Turn(2, 2, "e2", "r2", "user", "Sam",
-                             "I am allergic to penicillin, please remember that.",
+                             "I am allergic to penicillin, please remember that. Please "
+                             "remember that I bought it for my sister.",   # reads not alone
                              "2026-11-10T10:01:00Z", True)])
     spec = MinerSpec("scripted", script=str(rules(tmp_path, {"reply": (
         '{"memories": [{"content": "Sam likes green tea", "type": "user_preference",'

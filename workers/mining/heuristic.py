@@ -149,7 +149,7 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
         if not found:
             return None
         note = _from_statement(found[0])
-        # a note of their own reads alone: "… remember, I love this place" points back
+        # a note of their own reads alone: "… remember that I bought it for my sister" does not
         asked = request.asked and self_contained(note.content, mined=True) \
             and not points_out(note.content)
         return replace(note, confidence=REMEMBERED_CONFIDENCE, asked=asked)
@@ -159,7 +159,7 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
     type_ = PROJECT_FACT.name if about_software(said) else DEFAULT.name
     return Candidate(type_, text[:MAX_CHARS], "recommendation", said if request.to_do else "",
                      REMEMBERED_CONFIDENCE, tags_of(said, turn.speaker),
-                     subject_key(said, turn.speaker), [turn.n], asked=request.asked)
+                     subject_key(said, turn.speaker), [turn.n])
 
 
 def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
@@ -222,5 +222,5 @@ def asked_notes(chunk: Chunk) -> list[Candidate]:
     asked = ((turn, request) for turn in chunk.turns if turn.source
              for request in map(request_in, sentences(turn.text))
              if request is not None and request.asked)
-    return [note for turn, request in asked
-            if (note := _remembered(turn, request, names)) is not None]
+    notes = (_remembered(turn, request, names) for turn, request in asked)
+    return [note for note in notes if note is not None and note.asked]
