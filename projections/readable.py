@@ -64,8 +64,10 @@ _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 LIST_MARK = re.compile(r"^(?:[-–—•*]\s+)+")   # a line copied with its list mark
 
 
-_SENTENCE_END = re.compile(r"(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs|No))(?<!\bMrs)[.!?]+"
-                           r"(?=\s+[\"“'‘(A-Z0-9])")
+# a title before a name, whose full stop ends no sentence ("My doctor is Dr. Patel")
+TITLES = ("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr")
+_SENTENCE_END = re.compile("".join(rf"(?<!\b{word})" for word in (*TITLES, "vs", "No"))
+                           + r"[.!?]+(?=\s+[\"“'‘(A-Z0-9])")
 
 
 def without_opening(statement: str) -> str:

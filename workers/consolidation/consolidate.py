@@ -215,7 +215,7 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     text = without_discourse(memory.content)
     day = None if yearly(text) else _day_of(memory)
     if day is not None and day >= from_iso(memory.created_at).date():
-        return None if today is not None and _gone_by(memory, today) else PLANS
+        return None if today is not None and day + PLAN_GRACE < today else PLANS
     if memory.subject:
         return value_section(memory.subject)
     if _KIN.match(text) and not _PASSING.match(text):

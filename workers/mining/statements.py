@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from events import clock
 from projections.passages import sentences as split_sentences
+from projections.readable import TITLES
 from projections.relative_time import MONTH_NAME, resolve
 from projections.tense import IRREGULAR_PAST, SAME_AS_BASE, is_past
 
@@ -45,8 +46,7 @@ MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
 # an image caption, "[a photo of …]": three words or more in brackets ("[secret]" stays)
 CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")
-# a title before a name, whose full stop ends no sentence ("My doctor is Dr. Patel")
-_TITLE_END = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr)\.$")
+_TITLE_END = re.compile(rf"\b(?:{'|'.join(TITLES)})\.$")   # "Dr. Patel": no sentence end
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
                    r"|haha+|lol|sure|totally|honestly|actually|fyi|just so you know"
