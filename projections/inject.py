@@ -68,7 +68,9 @@ def _line(item: RecallItem, today: dt.date | None = None, unit: str | None = Non
     journal line with its day — and how long before ``today`` that was, when the day the
     block is read is known (:func:`.relative_time.ago`; in the ``unit`` the question asks,
     if it asks one) — and its relative time (:func:`.relative_time.annotate`) dated from
-    it."""
+    it; a memory, which says when it happened, only the relative time its words still
+    have, dated from the day it was noted (a person's note "… a dentist appointment on
+    Friday [11 December 2026]"; mining resolves what it can: :mod:`.relative_time`)."""
     content = item.content.strip()
     when = ""
     if item.at and item.source in ("turn", "journal"):
@@ -76,6 +78,8 @@ def _line(item: RecallItem, today: dt.date | None = None, unit: str | None = Non
         since = ago(day, today, unit) if today else ""
         when = f"({day_text(day)}{', ' + since if since else ''}) "
         content = annotate(content, day)
+    elif item.at and item.source == "memory":
+        content = annotate(content, dt.date.fromisoformat(item.at[:10]))
     lines = content.splitlines() or [""]
     return "- " + when + lines[0] + "".join(f"\n  {rest}" for rest in lines[1:])
 
@@ -122,8 +126,9 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     room left for the headers, and trailing items are dropped until the rendered block
     fits. An empty ``query`` gives the fixed head alone (profile, project facts, MEMORY.md).
     ``pinned`` items (a chat's recent notes) are rendered first in their section and kept
-    before any scored item, which never repeats them; the caller keeps them within the
-    budget. ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
+    before any scored item, which never repeats them, nor does MEMORY.md (a note the
+    night wrote there is shown once, pinned); the caller keeps them within the budget.
+    ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
     query is the last session's words), first in [knowledge]; False: only its lines that
     answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
     items recall scored, each line's age in the unit it asks ("How many days ago …?": "26
@@ -136,7 +141,8 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
                                   now, exclude={i.id for i in pinned},
-                                  whole_long_term=whole_long_term)
+                                  whole_long_term=whole_long_term,
+                                  shown=[i.content for i in pinned])
     items = [*pinned, *result.items]
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come
         # after what recall ranked: a small model answers from the first lines it reads

@@ -126,7 +126,8 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
     return RecallItem(source, id_, content, round(score, 6), estimate(content), at, list(refs))
 
 
-def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set[str]:
+def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "",
+                shown: Sequence[str] = ()) -> set[str]:
     """Profile, project facts (together at most :data:`weights.HEAD_FACTS_SHARE` of the budget;
     facts by confidence × relevancy, then newest), then MEMORY.md — without a ``query`` (a
     chat's start block) as much of it as the room left holds, the scored part taking what
@@ -137,9 +138,10 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "") -> set
     used, so the scored part does not repeat them. MEMORY.md comes only here: its sections
     are not scored items (a whole section, ~240 tokens after a night over a LoCoMo conversation,
     crowded turns out of a 512-token budget; its lines are the active memories, which are
-    scored items themselves)."""
+    scored items themselves). ``shown``: what the block shows before MEMORY.md (a chat's
+    pinned notes), whose lines there are left out as the head's are."""
     used: set[str] = set()
-    said: list[str] = []    # what the head shows, which MEMORY.md's lines need not repeat
+    said = list(shown)      # what the head shows, which MEMORY.md's lines need not repeat
     room = math.inf if filler.budget <= 0 else weights.HEAD_FACTS_SHARE * filler.budget
     wanted = _stems(query) if filler.budget > 0 else set()
     for kind in head():  # each head type's items have its name for their source
@@ -308,7 +310,8 @@ def _fuse(lexical: list[Hit], cosines: dict[str, float],
 def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: int = 10,
            semantic: Semantic | None = None, now: dt.datetime | None = None, *,
            head: bool = True, exclude: Iterable[str] = (), exclude_session: str = "",
-           min_score: float = 0.0, whole_long_term: bool = False) -> RecallResult:
+           min_score: float = 0.0, whole_long_term: bool = False,
+           shown: Sequence[str] = ()) -> RecallResult:
     """Recall for ``query`` within ``budget`` tokens (0: no budget), at most ``k`` scored
     items after the fixed head. ``semantic`` adds cosine results when vectors exist.
     ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md) — within a
@@ -316,7 +319,9 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     (a chat's start block: the whole file, up to its share);
     ``exclude`` names item ids already shown (a chat's earlier injections) and
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
-    its prompt already); scored items below ``min_score`` are left out. Any string is a
+    its prompt already) and ``shown`` the texts of those the block shows whatever recall
+    finds (a chat's pinned notes: MEMORY.md's lines stating one are left out); scored
+    items below ``min_score`` are left out. Any string is a
     query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD. ``now``:
     when the query is asked (default: the clock), which freshness is measured from; given,
     the query's relative dates ("last week") are read from its day too."""
@@ -325,7 +330,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     now = now or clock.now()
     filler = _Filler(budget)
     named = naming(db, query)
-    seen_hashes = _fixed_head(db, filler, "" if whole_long_term else named.query) \
+    seen_hashes = _fixed_head(db, filler, "" if whole_long_term else named.query, shown) \
         if head else set()
     skip = set(exclude)
     if semantic is not None:

@@ -425,6 +425,28 @@ def test_the_start_block_carries_the_persons_recent_notes(home: Home, stores: St
     assert "Rex" not in request[1]["content"]  # shown already: not read again after the message
 
 
+def test_a_note_the_night_wrote_into_memory_md_is_read_once_with_its_day(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """A person's recent note is pinned in the start block; once the night has written it
+    into MEMORY.md too, that line is left out there (the block's room goes to what it has
+    not said), and the note's "on Friday" is dated from the day it was noted, as a turn's
+    is — a small model cannot count weekdays."""
+    log, store = stores
+    noted = dt.datetime(2026, 12, 5, 10, 0, tzinfo=dt.UTC)   # a Saturday
+    log.append(Remembered(text="I have a dentist appointment on Friday."), stream="memory",
+               occurred_at=noted)
+    log.append(LongTermRewritten(content="# Memory\n\n## Profile\n- Ann keeps bees\n\n## Plans\n"
+                                         "- I have a dentist appointment on Friday (said 5 "
+                                         "December 2026)\n"), stream="memory")
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"reply": "Friday."}))
+    started(ChatSession(home, log, store, backend, Config(), tools=False))
+    start = backend.warmed[0][0]["content"]
+    assert start.count("dentist appointment") == 1
+    assert "dentist appointment on Friday [11 December 2026]" in start
+    assert "- Ann keeps bees" in start and "## Plans" not in start  # the rest of MEMORY.md
+
+
 def test_the_first_note_stays_within_its_cap(home: Home, stores: Stores, tmp_path: Path) -> None:
     """Every token of the first message's note is read after the message arrives, so it may
     take at most half of what the message itself costs (the first token within 1.5x of the
