@@ -49,6 +49,13 @@ HEURISTIC = MinerSpec()
      False),
     # mining reads scrubbed turns: a secret is no note of the speaker's
     ("My API key is [secret], please remember that.", "My API key is [secret]", False, False),
+    # asked outright, anything is the speaker's note; a bare "Remember, …" is the task's brief
+    ("Can you remember that the movers come on 12 December?", "the movers come on 12 December",
+     False, True),
+    ("The spare key is under the blue pot, please remember that.",
+     "The spare key is under the blue pot", False, True),
+    ("Remember that the target persona is a Developer.", "the target persona is a Developer",
+     False, False),
 ])
 def test_a_request_to_remember_says_what_it_keeps(sentence: str, kept: str, to_do: bool,
                                                   asked: bool) -> None:
@@ -203,3 +210,20 @@ def test_a_note_of_a_day_gone_by_is_a_note_unless_it_says_a_value(home: Home,
     text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
     assert "## Profile\n- The user moved to Leeds in 2019." in text
     assert "## Notes\n- The user ran the user's first marathon on 3 May 2024." in text
+
+
+def test_what_a_person_asked_outright_to_remember_is_their_note(home: Home,
+                                                               tmp_path: Path) -> None:
+    """"Can you remember that the movers come on 12 December?" is about no one, yet it is
+    what the person asked their assistant to keep: a note of theirs, a plan till its day."""
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", [
+            {"session": "s", "at": f"2026-11-16T18:0{i}:00Z", "role": "user", "name": "Dana",
+             "text": text, "ref": f"r{i}"} for i, text in enumerate([
+                 "Can you remember that the movers come on 12 December?",
+                 "Remember, the goal is to outrank the top three pages."])]))
+    mine(home, HEURISTIC)
+    consolidate(home, HEURISTIC)
+    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "## Plans\n- The movers come on 12 December" in text
+    assert "outrank" not in text

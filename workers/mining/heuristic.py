@@ -141,7 +141,9 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
     kept as said ("The deploy key lives in the vault", "Remember to run make lint before
     pushing"), what to keep in mind for the task not at all. ``asked``: the speaker's own
     note, which MEMORY.md keeps as it keeps a ``/remember``, when it reads alone (not "…
-    bought it for Sam's sister": :func:`projections.readable.self_contained`)."""
+    bought it for Sam's sister": :func:`projections.readable.self_contained`) — of
+    themselves, or of anything they asked the listener outright to remember ("Can you
+    remember that the movers come on 12 December?")."""
     said = request.kept
     if not request.to_do and about_speaker(said):
         found = statements(replace(turn, text=said[0].upper() + said[1:] + "."), names,
@@ -159,7 +161,9 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
     type_ = PROJECT_FACT.name if about_software(said) else DEFAULT.name
     return Candidate(type_, text[:MAX_CHARS], "recommendation", said if request.to_do else "",
                      REMEMBERED_CONFIDENCE, tags_of(said, turn.speaker),
-                     subject_key(said, turn.speaker), [turn.n])
+                     subject_key(said, turn.speaker), [turn.n],
+                     asked=request.asked and self_contained(text, mined=True)
+                     and not points_out(text))
 
 
 def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:

@@ -8,12 +8,15 @@ something in memory or in mind, before what is to be kept or after it.
   doctor is Dr. Patel - don't forget that!", "I use Neovim, keep that in mind."
 
 A request is *asked* when it asks to remember ("remember", "don't forget") something the
-speaker says of themselves ("I …", "my …"): a person telling their assistant what to keep
-for good. "Keep in mind" and "note that" are not: in a chat with an assistant they mostly
-set up the task at hand ("Keep in mind I am a hot elf girl", "Note that I want the output
-in JSON"). Nor is advice to the listener ("Remember that staying positive is very
-important"), nor "remember to …", something to be done (:attr:`Request.to_do`), nor a
-request to keep a secret: turns are scrubbed before mining, and "[secret]" keeps nothing.
+speaker says of themselves ("I …", "my …"), or anything when it asks the listener outright
+("Can you remember that the movers come on 12 December?", "…, please remember that"): a
+person telling their assistant what to keep for good. "Keep in mind" and "note that" are
+not: in a chat with an assistant they mostly set up the task at hand ("Keep in mind I am a
+hot elf girl", "Note that I want the output in JSON"). Nor is a bare "Remember, …" of
+anything else, advice to the listener or the task's brief ("Remember that staying positive
+is very important", "Remember that the target persona is a Developer"), nor "remember to
+…", something to be done (:attr:`Request.to_do`), nor a request to keep a secret: turns
+are scrubbed before mining, and "[secret]" keeps nothing.
 A question is no request ("Remember that epic block in Game 7?") unless it asks the
 listener to remember ("Can you remember that …?").
 """
@@ -33,14 +36,14 @@ _LEADING = re.compile(
     r"^(?:(?:and|also|oh|ok|okay|so)\b,?\s+)*"
     r"(?P<ask>(?:can|could|would|will) you\s+(?:please\s+)?"
     r"|(?:i want|i'd like|i would like|i need) you to\s+)?"
-    r"(?:(?:please|pls)\b,?\s+)?(?:do\s+)?"
-    rf"(?:(?P<memory>{_MEMORY})|{_MIND})(?:\s+for me)?(?:,?\s+please)?"
+    r"(?P<please>(?:please|pls)\b,?\s+)?(?:do\s+)?"
+    rf"(?:(?P<memory>{_MEMORY})|{_MIND})(?:\s+for me)?(?P<after>,?\s+please)?"
     r"(?:(?P<to>\s+to\b)|\s+that\b|\s*[:,]|\s+[-–—])?\s+(?P<kept>\S.*)$",
     re.IGNORECASE | re.DOTALL)
 _TRAILING = re.compile(
-    r"^(?P<kept>\S.*?)\s*(?:[,;:]|\s[-–—])\s*(?:(?:so|and)\s+)?(?:please\s+)?(?:do\s+)?"
-    rf"(?:(?P<memory>{_MEMORY})|note|keep|make a note of|take note of)"
-    r"(?:\s+(?:that|this|it))?(?:\s+in mind)?(?:,?\s+please)?"
+    r"^(?P<kept>\S.*?)\s*(?:[,;:]|\s[-–—])\s*(?:(?:so|and)\s+)?(?P<please>please\s+)?"
+    rf"(?:do\s+)?(?:(?P<memory>{_MEMORY})|note|keep|make a note of|take note of)"
+    r"(?:\s+(?:that|this|it))?(?:\s+in mind)?(?P<after>,?\s+please)?"
     r"(?:\s+for (?:me|later|next time|the future))?\s*[.!]*$",
     re.IGNORECASE | re.DOTALL)
 MIN_CHARS = 6
@@ -67,20 +70,28 @@ def request_in(sentence: str) -> Request | None:
         kept = found.group("kept").strip()
         if kept.endswith("?") and not found.group("ask"):
             return None
-        return _request(kept, bool(found.group("to")), not found.group("memory"))
+        return _request(kept, bool(found.group("to")), not found.group("memory"),
+                        _addressed(found))
     if text.endswith("?"):
         return None
     found = _TRAILING.match(text)
     if found:
-        return _request(found.group("kept").strip(), False, not found.group("memory"))
+        return _request(found.group("kept").strip(), False, not found.group("memory"),
+                        _addressed(found))
     return None
 
 
-def _request(kept: str, to_do: bool, mind: bool) -> Request | None:
+def _addressed(found: re.Match[str]) -> bool:
+    """Whether the request asks the listener outright ("Can you …", "I'd like you to …",
+    "please"), not a bare imperative ("Remember, the goal is …")."""
+    return any(found.groupdict().get(g) for g in ("ask", "please", "after"))
+
+
+def _request(kept: str, to_do: bool, mind: bool, addressed: bool = False) -> Request | None:
     kept = kept.rstrip(" .!?")
     if len(kept) < MIN_CHARS:
         return None
-    asked = not (to_do or mind or MASK in kept) and about_speaker(kept)
+    asked = not (to_do or mind or MASK in kept) and (addressed or about_speaker(kept))
     return Request(kept, to_do, asked, mind)
 
 
