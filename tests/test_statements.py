@@ -89,6 +89,16 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     # the spoken forms agree as the words they stand for ("Caroline wannas" before)
     ("I wanna help make a difference.", "Caroline wants to help make a difference."),
     ("I gotta do something.", "Caroline has to do something."),
+    # a verb joined to the one that agrees agrees too; a comma ends a compound subject
+    ("I practice and train every day.", "Caroline practices and trains every day."),
+    ("I use Obsidian for all my notes, and I sync it.",
+     "Caroline uses Obsidian for all Caroline's notes, and Caroline syncs it."),
+    # … not one an earlier modal governs
+    ("Books can shift how I think and help me learn.",
+     "Books can shift how Caroline thinks and help Caroline learn."),
+    # a verb whose past is its base form may be past: it stays as said ("quits" read as
+    # a job held, and replaced the new one said next)
+    ("Big news, I quit the hospital.", "Big news, Caroline quit the hospital."),
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected

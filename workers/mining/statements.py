@@ -197,7 +197,9 @@ already even only actually totally definitely sometimes both all kind sort now
 then once last first ever soon""".split())
 _MODALS = frozenset("""can could will would should shall must might may did didn't can't
 couldn't won't wouldn't shouldn't wasn't weren't""".split())
-_KEEP = _MODALS | _ADVERBS     # words after "I" that stay as they are
+# words after "I" that stay as they are; a verb whose past is its base form ("I quit
+# the hospital") may be either, and stays as said rather than be made present
+_KEEP = _MODALS | _ADVERBS | SAME_AS_BASE
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|[^A-Za-z\s]+|\s+")
 
 
@@ -259,15 +261,24 @@ def third_person(sentence: str, speaker: str) -> str:
     tokens = _WORD.findall(sentence.replace("’", "'"))
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
-    words: list[str] = []    # the words so far, as said
+    agreed = ""          # the verb just made to agree, till the next word ("… and train")
+    words: list[str] = []    # the words so far, as said, and the marks between them
     quoted = False       # inside double quotes: a title or someone's words, as said
     for i, token in enumerate(tokens):
         low = token.lower()
         if token.isspace() or not token[0].isalpha():
             out.append(token)
             quoted = _in_quotes(token, quoted)
+            if not token.isspace():
+                words.append(token)
+                agreed = ""
             continue
         words.append(token)
+        if agreed and low in ("and", "or"):   # "I practice and train": both verbs agree
+            out.append(token)
+            agree, agreed = True, ""
+            continue
+        agreed = ""
         # a word in double quotes stays as said (a title, someone's words), and so do a
         # hyphenated word ("me-time", "US-based"), the country, and a first-person word
         # capitalised past a sentence's opening ("The Last of Us", "My Chemical Romance")
@@ -293,8 +304,12 @@ def third_person(sentence: str, speaker: str) -> str:
             if low in _ADVERBS or (low.endswith("ly") and len(low) > 4):
                 out.append(token)
                 continue
-            out.append(_third_singular(token))
-            agree = False
+            agreeing = _third_singular(token)
+            out.append(agreeing)
+            # one left as said ("read") may be past: what it joins stays as said too
+            # nor when a modal came before: "… can shift how I think and help me learn"
+            joins = agreeing != token and not any(w.lower() in _MODALS for w in words[:-2])
+            agree, agreed = False, (low if joins else "")
             continue
         out.append(token)
     text = "".join(out).strip()
@@ -307,8 +322,9 @@ def _hyphenated(tokens: list[str], i: int) -> bool:
 
 
 def _compound(before: list[str]) -> bool:
-    """Whether "I" after these words is part of a compound subject, whose verb stays plural:
-    "Sam and I split up", "my wife and I have" — not "I go running and I watch films"."""
+    """Whether "I" after these words (and marks) is part of a compound subject, whose verb
+    stays plural: "Sam and I split up", "my wife and I have" — not "I go running and I
+    watch films", nor "… all my notes, and I sync it"."""
     if len(before) < 2 or before[-1].lower() != "and":
         return False
     return before[-2][0].isupper() or (len(before) >= 3 and before[-3].lower() in ("my", "our"))
