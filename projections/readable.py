@@ -126,7 +126,8 @@ _DISCOURSE = re.compile(r"^(?:unfortunately|fortunately|luckily|sadly|honestly|a
 # ", where the user's partner hits …", ", as the user often works on the go", ", because …"),
 # and the speaker's own wish, need, doubt or comment on it (", and the user would like to …",
 # ", and the user needs some advice …", ", but the user is not sure …", ", and it's been
-# helping …", ", by the way"), or a comment after a dash ("… pottery - the creativity and
+# helping …", ", by the way"), a request to the listener or a precaution (", remind the
+# user to …", ", in case …"), or a comment after a dash ("… pottery - the creativity and
 # skill is awesome", "… - check out this pic"). ", but" alone stays: "Jon loves all dances,
 # but contemporary is Jon's top pick"
 _SUBJECT = r"(?:the user|I|he|she|they|[A-Z][\w'’-]*)"
@@ -139,6 +140,10 @@ _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:woul
           r"|,?\s+and (?:(?:also|really|just) )*(?:(?:is|was) wondering|wonders?"
           r"|would like to know|wants? to know)\b"
           r"|,\s+(?:and )?(?:it|that)(?:'s|’s| has) been\b|,\s+by the way\b"
+          # a request to the listener ("…, remind the user to get her a gift") and a
+          # precaution ("…, in case it ever matters")
+          rf"|,\s+(?:so |and )?(?:please )?(?:remind|tell|let|help|show|send) {_SUBJECT}\b"
+          r"|,\s+(?:just )?in case\b"
           r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the(?! user)|what"
           r"|how)\b")
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"

@@ -774,6 +774,7 @@ def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
     assert section_for(habit, today=dt.date(2024, 7, 1)) == "Workflows"   # no plan
 
 
+
 def test_a_passing_phase_leaves_memory_md_a_half_life_after_it_was_last_said() -> None:
     import dataclasses
     import datetime as dt
@@ -933,6 +934,11 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
     ("The user just realized the user didn't mention that the user works as an analyst.",
      "The user works as an analyst."),
     ("Maya realized that Maya loves jazz.", "Maya realized that Maya loves jazz."),
+    # a request to the listener, a precaution
+    ("Dana's mum's birthday is on 3 January, remind Dana to get her a gift.",
+     "Dana's mum's birthday is on 3 January."),
+    ("Dana is allergic to penicillin, in case it ever matters.",
+     "Dana is allergic to penicillin."),
 ])
 def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> None:
     """What follows a main clause — a consequence, a comment, the speaker's wish about it —
