@@ -774,6 +774,20 @@ def test_a_plan_of_any_type_is_gone_by_after_its_day() -> None:
     assert section_for(habit, today=dt.date(2024, 7, 1)) == "Workflows"   # no plan
 
 
+def test_any_line_of_a_day_to_come_goes_once_that_day_is_gone_by() -> None:
+    """Not a plan's alone: a relationship's line of what was about to happen is no longer
+    current a week past its day; a birthday comes back every year."""
+    import datetime as dt
+
+    from workers.consolidation.consolidate import section_for
+
+    school = mined_line("Dana's daughter Mia is starting at the new school on Monday.",
+                        at="2026-11-10T20:30:00Z")     # a Tuesday: Monday the 16th
+    assert section_for(school, today=dt.date(2026, 11, 20)) == "People"
+    assert section_for(school, today=dt.date(2026, 11, 24)) is None
+    birthday = mined_line("Dana's mum's birthday is on 3 January.", at="2026-11-09T20:30:00Z")
+    assert section_for(birthday, today=dt.date(2027, 2, 1)) == "People"
+
 
 def test_a_passing_phase_leaves_memory_md_a_half_life_after_it_was_last_said() -> None:
     import dataclasses
