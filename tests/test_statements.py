@@ -193,6 +193,23 @@ def test_the_conversation_as_a_statement_s_time_is_left_out(said: str,
     assert [s.text for s in statements(turn(said))] == stated
 
 
+@pytest.mark.parametrize(("said", "stated"), [
+    ("I've been into Ticket to Ride, Carcassonne, and Settlers of Catan lately, and I'm "
+     "wondering if you have any suggestions that are similar.",
+     ["Melanie has been into Ticket to Ride, Carcassonne, and Settlers of Catan lately."]),
+    ("I'm always trying out new recipes, so let me know if you want suggestions!",
+     ["Melanie is always trying out new recipes."]),
+    ("My partner Alex is vegan, so dinners need to work for both of us.",
+     ["Melanie's partner Alex is vegan."]),
+    ("I'm so proud of you - you should be too!", []),    # what is left says nothing
+])
+def test_a_disclosure_before_talk_to_the_listener_is_kept_without_it(
+        said: str, stated: list[str]) -> None:
+    """A sentence whose first clause is a disclosure and whose last is a request or talk
+    to the listener (a person's chat with an assistant, mostly) keeps the disclosure."""
+    assert [s.text for s in statements(turn(said))] == stated
+
+
 def test_a_disclosure_said_without_its_i_names_who() -> None:
     """"Lost my job …" is the speaker's, as "I lost my job …" would be; a sentence that
     invites the listener to look is no part of the statement before it."""

@@ -106,6 +106,27 @@ def _without_since_we_talked(sentence: str) -> str:
     return cut[:1].upper() + cut[1:]
 
 
+# where a sentence's first clause ends and another begins ("…, and I was wondering if you
+# could …", "…, so let me know …", "… - hope you are too")
+_NEXT_CLAUSE = re.compile(r",\s+(?:so|and|but)\s+|;\s+|\s[-–—]\s")
+
+
+def _before_talk(sentence: str, min_words: int) -> str:
+    """The first clause of ``sentence`` when only what follows it is talk to the listener
+    (:func:`_tells_nothing`), and it says at least a word more than ``min_words``: "I've
+    been into Ticket to Ride lately, and I'm wondering if you have any suggestions" → "I've
+    been into Ticket to Ride lately."; else ``sentence``."""
+    for cut in reversed(list(_NEXT_CLAUSE.finditer(sentence))):   # the last talk first:
+        # "… Carcassonne, and Settlers of Catan lately, and I'm wondering if you …"
+        if _tells_nothing(_LEAD.sub("", folded(sentence[cut.end():]))):
+            head = sentence[:cut.start()].rstrip(" ,") + "."
+            # a word more than a whole sentence needs: what politeness says before its
+            # offer ("I love to help, so just shoot me a question") says no more
+            if is_disclosure(head, min_words + 1):
+                return head
+    return sentence
+
+
 def _after_request(sentence: str) -> str:
     """What follows the colon of a request that opens ``sentence`` ("Let me start with the
     new additions: my sister-in-law just had a baby" → "my sister-in-law just had a baby"):
@@ -369,6 +390,8 @@ def statements(turn: Turn, names: Collection[str] = (),
             sentence = vocative.sub("", bare)
         sentence = _without_since_we_talked(_after_request(sentence))
         sentence = sentence[:1].upper() + sentence[1:]
+        if not is_disclosure(sentence, min_words):
+            sentence = _before_talk(sentence, min_words)
         if is_disclosure(sentence, min_words):
             groups.append([sentence])
             joined = True
