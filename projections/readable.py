@@ -211,12 +211,13 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
 
 # Words that lean on what was said before them ("The user also loves …", "… has actually
 # been …", "… already has …", "Tim loves traveling too.", "… allergic to cockroaches as
-# well", "… their gas mileage too, and …"): a line of MEMORY.md is read without that
-# conversation. An "also" after a "but" and its clause's subject stays: it adds to what
-# the sentence said before it ("not only … but also", "… loves coconut milk, but Nate also
-# enjoys chocolate"); so do "too" before a word ("too busy") and "as well as".
+# well", "… their gas mileage too, and …", a clause's last "though": "… Alex is vegan
+# though"): a line of MEMORY.md is read without that conversation. An "also" after a
+# "but" and its clause's subject stays: it adds to what the sentence said before it ("not
+# only … but also", "… loves coconut milk, but Nate also enjoys chocolate"); so do "too"
+# before a word ("too busy"), "as well as" and "even though".
 _LEANING = re.compile(r"\s+(?:also|actually|already)\b(?=\s)"
-                      r"|,?\s+(?:too|as well)\b(?=\s*(?:[.!;,]|$))", re.IGNORECASE)
+                      r"|,?\s+(?:too|as well|though)\b(?=\s*(?:[.!;,]|$))", re.IGNORECASE)
 _BUT_BEFORE = re.compile(r"\bbut(?:\s+[\w'’-]+){0,3}$", re.IGNORECASE)
 
 

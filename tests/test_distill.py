@@ -983,6 +983,10 @@ def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> No
      "The user has been keeping track of their gas mileage, and it is 32 mpg."),
     ("Joanna is allergic to cockroaches as well, so who knows.",
      "Joanna is allergic to cockroaches, so who knows."),
+    ("Dana's partner Alex is vegan though.", "Dana's partner Alex is vegan."),
+    ("The user does have a bike, though, and rides it.",
+     "The user does have a bike, and rides it."),
+    ("Maya ran even though it rained.", "Maya ran even though it rained."),
     # what does not lean on anything stays
     ("The user is too busy to cook.", "The user is too busy to cook."),
     ("Maya likes not only tea but also coffee.", "Maya likes not only tea but also coffee."),
