@@ -35,6 +35,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from events import EventLog, Home, NewEvent, clock, streams
 from events.clock import from_iso
@@ -173,7 +174,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     section: its journal and recall keep it beside its turn; nor does a like of what
     the other side had just offered (:func:`answers_an_offer`; ``offered`` gives the turn
     before a memory's, by someone else) or thanks for it, nor a plan — nor any line but a
-    value's of a day still to come when said (:func:`_day_to_come`: "… is starting at the
+    value's of a day still to come when said (:func:`_to_come`: "… is starting at the
     new school on Monday") — whose day is gone by ``today`` (the log's own time: its journal
     keeps it, MEMORY.md says what is current)."""
     mined = memory.source not in NOT_MINED
@@ -195,7 +196,8 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     text = without_discourse(memory.content)   # "Also, …", "Let the user start with …:"
     if is_event(text) or (names and first_word(text) not in names) or NEEDS.match(text):
         return None
-    if today is not None and (day := _day_to_come(memory)) and day + PLAN_GRACE < today:
+    if today is not None and _to_come(day := _named_day(memory), memory) \
+            and day + PLAN_GRACE < today:
         return None       # what was to come and is gone by: "… is starting school on Monday"
     if _LIKES.match(text):
         return PREFERENCE.section
@@ -217,10 +219,9 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     value). A day that comes back every year is neither ("… wife's birthday is on 3 May":
     People)."""
     text = without_discourse(memory.content)
-    day = _day_to_come(memory)
-    if day is not None:
+    day = _named_day(memory)
+    if _to_come(day, memory):
         return None if today is not None and day + PLAN_GRACE < today else PLANS
-    day = None if yearly(text) else _day_of(memory)
     if memory.subject:
         return value_section(memory.subject)
     if _KIN.match(text) and not _PASSING.match(text):
@@ -321,12 +322,16 @@ def _gone_by(plan: Memory, today: dt.date) -> bool:
     return day is not None and day + PLAN_GRACE < today
 
 
-def _day_to_come(memory: Memory) -> dt.date | None:
-    """The day ``memory`` names (:func:`_day_of`) when it was still to come as it was said
-    ("… is starting at the new school on Monday"), not one that comes back every year
-    (:func:`projections.when.yearly`: a birthday); else None."""
-    day = None if yearly(without_discourse(memory.content)) else _day_of(memory)
-    return day if day is not None and day >= from_iso(memory.created_at).date() else None
+def _named_day(memory: Memory) -> dt.date | None:
+    """The day ``memory`` names (:func:`_day_of`), unless one that comes back every year
+    (:func:`projections.when.yearly`: a birthday)."""
+    return None if yearly(without_discourse(memory.content)) else _day_of(memory)
+
+
+def _to_come(day: dt.date | None, memory: Memory) -> TypeGuard[dt.date]:
+    """Whether ``day`` (:func:`_named_day`) was still to come when ``memory`` was said ("…
+    is starting at the new school on Monday")."""
+    return day is not None and day >= from_iso(memory.created_at).date()
 
 
 def _day_of(memory: Memory) -> dt.date | None:

@@ -327,8 +327,8 @@ def third_person(sentence: str, speaker: str) -> str:
                 continue
             agreeing = _third_singular(token)
             out.append(agreeing)
-            # one left as said ("read") may be past: what it joins stays as said too
-            # nor when a modal came before: "… can shift how I think and help me learn"
+            # a verb joined to it agrees too, unless it was left as said ("read" may be
+            # past) or a modal came first ("… can shift how I think and help me learn")
             joins = agreeing != token and not any(w.lower() in _MODALS for w in words[:-2])
             agree, agreed = False, (low if joins else "")
             continue
