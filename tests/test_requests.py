@@ -3,6 +3,7 @@ it, is kept by the night with no model — the speaker's words as a statement, t
 note (source ``user``) that MEMORY.md keeps as it keeps a ``/remember``."""
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,21 @@ from workers.sync.replay import verify
 from .conftest import rules, write_transcript
 
 HEURISTIC = MinerSpec()
+
+
+def night(home: Home, tmp_path: Path, said: list[str], *, at: str, name: str = "user",
+          session: str = "s") -> str:
+    """MEMORY.md after ``said`` (one session by ``name``, a minute apart from ``at``) is
+    imported, mined and consolidated as the default night does, with no model."""
+    start = dt.datetime.fromisoformat(at)
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / f"{session}.jsonl", [
+            {"session": session, "role": "user", "name": name, "text": text,
+             "at": (start + dt.timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "ref": f"{session}:{i}"} for i, text in enumerate(said)]))
+    mine(home, HEURISTIC)
+    consolidate(home, HEURISTIC)
+    return (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(("sentence", "kept", "to_do", "asked"), [
@@ -177,37 +193,23 @@ def test_a_note_of_a_day_to_come_is_a_plan_until_that_day_is_gone_by(home: Home,
     """What a person asked to remember that names a day to come is in Plans, not kept
     forever: a week past the day (by the log's time) it leaves MEMORY.md, its journal keeps
     it. A day that comes back every year stays."""
-    def say(ref: str, at: str, text: str) -> None:
-        with EventLog(home.events_db) as log:
-            import_file(log, write_transcript(tmp_path / f"{ref}.jsonl", [
-                {"session": ref, "at": at, "role": "user", "name": "user", "text": text,
-                 "ref": ref}]))
-        mine(home, HEURISTIC)
-        consolidate(home, HEURISTIC)
-
     # Tuesday 10 November 2026: Friday is the 13th
-    say("r1", "2026-11-10T10:00:00Z",
-        "Please remember that I have a dentist appointment on Friday.")
-    say("r2", "2026-11-10T10:05:00Z", "Please remember that my wife's birthday is on 3 May.")
-    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    night(home, tmp_path, ["Please remember that I have a dentist appointment on Friday."],
+          at="2026-11-10T10:00:00+00:00", session="r1")
+    text = night(home, tmp_path, ["Please remember that my wife's birthday is on 3 May."],
+                 at="2026-11-10T10:05:00+00:00", session="r2")
     assert "## Plans\n- The user has a dentist appointment on Friday" in text
-    say("r3", "2026-11-25T10:00:00Z", "I live in Porto.")
-    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    text = night(home, tmp_path, ["I live in Porto."], at="2026-11-25T10:00:00+00:00",
+                 session="r3")
     assert "dentist" not in text and "The user's wife's birthday is on 3 May" in text
     assert "dentist" in (home.memory_dir / "2026-11-10.md").read_text(encoding="utf-8")
 
 
 def test_a_note_of_a_day_gone_by_is_a_note_unless_it_says_a_value(home: Home,
                                                                    tmp_path: Path) -> None:
-    with EventLog(home.events_db) as log:
-        import_file(log, write_transcript(tmp_path / "t.jsonl", [
-            {"session": "s", "at": f"2026-11-10T10:0{i}:00Z", "role": "user", "name": "user",
-             "text": text, "ref": f"r{i}"} for i, text in enumerate([
-                 "Please remember that I moved to Leeds in 2019.",
-                 "Please remember that I ran my first marathon on 3 May 2024."])]))
-    mine(home, HEURISTIC)
-    consolidate(home, HEURISTIC)
-    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    text = night(home, tmp_path, ["Please remember that I moved to Leeds in 2019.",
+                                  "Please remember that I ran my first marathon on 3 May 2024."],
+                 at="2026-11-10T10:00:00+00:00")
     assert "## Profile\n- The user moved to Leeds in 2019." in text
     assert "## Notes\n- The user ran the user's first marathon on 3 May 2024." in text
 
@@ -216,14 +218,8 @@ def test_what_a_person_asked_outright_to_remember_is_their_note(home: Home,
                                                                tmp_path: Path) -> None:
     """"Can you remember that the movers come on 12 December?" is about no one, yet it is
     what the person asked their assistant to keep: a note of theirs, a plan till its day."""
-    with EventLog(home.events_db) as log:
-        import_file(log, write_transcript(tmp_path / "t.jsonl", [
-            {"session": "s", "at": f"2026-11-16T18:0{i}:00Z", "role": "user", "name": "Dana",
-             "text": text, "ref": f"r{i}"} for i, text in enumerate([
-                 "Can you remember that the movers come on 12 December?",
-                 "Remember, the goal is to outrank the top three pages."])]))
-    mine(home, HEURISTIC)
-    consolidate(home, HEURISTIC)
-    text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    text = night(home, tmp_path, ["Can you remember that the movers come on 12 December?",
+                                  "Remember, the goal is to outrank the top three pages."],
+                 at="2026-11-16T18:00:00+00:00", name="Dana")
     assert "## Plans\n- The movers come on 12 December" in text
     assert "outrank" not in text
