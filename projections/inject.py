@@ -129,7 +129,8 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     before any scored item, which never repeats them, nor does MEMORY.md (a note the
     night wrote there is shown once, pinned); the caller keeps them within the budget.
     ``whole_long_term``: MEMORY.md up to its share (a chat's start block, whose
-    query is the last session's words), first in [knowledge]; False: only its lines that
+    query is the last session's words, so a turn whose fact was replaced weighs less), first
+    in [knowledge]; False: only its lines that
     answer ``query`` (a question asked outright, as `diarist eval --answer` asks), after the
     items recall scored, each line's age in the unit it asks ("How many days ago …?": "26
     days ago"). ``now``: when ``query`` is asked, if it is (see :func:`recall`); ``today``:
@@ -141,7 +142,7 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
                                   now, exclude={i.id for i in pinned},
-                                  whole_long_term=whole_long_term,
+                                  whole_long_term=whole_long_term, current=whole_long_term,
                                   shown=[i.content for i in pinned])
     items = [*pinned, *result.items]
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come

@@ -311,7 +311,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
            semantic: Semantic | None = None, now: dt.datetime | None = None, *,
            head: bool = True, exclude: Iterable[str] = (), exclude_session: str = "",
            min_score: float = 0.0, whole_long_term: bool = False,
-           shown: Sequence[str] = ()) -> RecallResult:
+           shown: Sequence[str] = (), current: bool = False) -> RecallResult:
     """Recall for ``query`` within ``budget`` tokens (0: no budget), at most ``k`` scored
     items after the fixed head. ``semantic`` adds cosine results when vectors exist.
     ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md) — within a
@@ -321,7 +321,10 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
     its prompt already) and ``shown`` the texts of those the block shows whatever recall
     finds (a chat's pinned notes: MEMORY.md's lines stating one are left out); scored
-    items below ``min_score`` are left out. Any string is a
+    items below ``min_score`` are left out. ``current``: what is true now is wanted whatever
+    ``query`` asks (a chat's start block, whose query is the last session's words), so a
+    turn whose fact a newer one replaced weighs less, as for a question about the present
+    (:data:`weights.REPLACED_INTENTS`). Any string is a
     query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD. ``now``:
     when the query is asked (default: the clock), which freshness is measured from; given,
     the query's relative dates ("last week") are read from its day too."""
@@ -340,7 +343,8 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     with read_transaction(db):
         lexical = search(db, query, weights.CANDIDATES, common=semantic is None, total=total,
                          slots=slots)
-        scored, chats = _ranked(db, query, lexical, named, semantic, now, asked, slots or {})
+        scored, chats = _ranked(db, query, lexical, named, semantic, now, asked, slots or {},
+                                current)
         ranked = [(score, hit) for score, hit in scored
                   if score >= min_score and hit.id not in skip
                   and not (exclude_session and hit.session == exclude_session)]
@@ -376,11 +380,13 @@ def _by_turn(ranked: list[tuple[float, Hit]]) -> list[tuple[float, Hit]]:
 
 def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Naming,
             semantic: Semantic | None, now: dt.datetime, asked: dt.date | None,
-            slots: Mapping[str, int]) -> tuple[list[tuple[float, Hit]], set[str]]:
+            slots: Mapping[str, int],
+            current: bool = False) -> tuple[list[tuple[float, Hit]], set[str]]:
     """Every candidate of either list (``lexical``: the FTS5 hits, ``slots`` the matrix
     slots read with them; the semantic half was prefetched for ``named.query``, the query
     without the speakers' names it holds) with its fused score, weighted by freshness and
-    (for memories) confidence; inactive memories left out; best first. And the diarist chats
+    (for memories) confidence, a replaced turn lighter for a present question or when
+    ``current``; inactive memories left out; best first. And the diarist chats
     (:func:`~projections.speakers.chat_sessions`) among the candidates' sessions."""
     reads = context.TurnReads(db, slots=semantic is not None)
     reads.know(lexical, slots)
@@ -418,7 +424,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
     intent = temporal_intent(query)
-    replaced = replaced_refs(db) if intent in weights.REPLACED_INTENTS else set()
+    replaced = replaced_refs(db) if current or intent in weights.REPLACED_INTENTS else set()
     ranked: list[tuple[float, Hit]] = []
     for key, score in fused.items():
         hit = hits.get(key)

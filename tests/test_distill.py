@@ -332,31 +332,40 @@ def test_a_superseded_value_is_not_recalled_from_its_journal_line(home: Home) ->
     assert not any("Leeds" in i.content for i in items), [(i.source, i.content) for i in items]
 
 
-def test_a_replaced_turn_comes_after_the_current_one_on_a_present_question(
-        home: Home) -> None:
-    """Dreaming superseded the memory of the old job: on "What does Maya do for a
-    living?" the turn that said it ranks below the newer one, although it matches the
-    question better; asked about the past, it is not held back."""
+def _job_changed(home: Home, said: list[tuple[str, int, str, str]]) -> None:
+    """Maya's turns ``said`` (ref, day of March 2024, session, text) of her job, each mined
+    as her job, and the dream's superseding the first by the last: its turn's fact was
+    replaced."""
     import datetime as dt
 
     from events.types import MemoriesMined, MemorySuperseded, UserTurn
-    from projections.recall import recall
 
-    said = [("r1", 1, "I work as a nurse for a living at the city hospital, nurse work."),
-            ("r2", 9, "I got hired as a baker.")]
     with EventLog(home.events_db) as log:
-        for ref, day, text in said:
-            log.append(UserTurn(session="s", text=text, name="Maya"), stream="session/s",
+        for ref, day, session, text in said:
+            log.append(UserTurn(session=session, text=text, name="Maya"),
+                       stream=f"session/{session}",
                        occurred_at=dt.datetime(2024, 3, day, tzinfo=dt.UTC), ref=ref)
-        for ref, day, text in said:
-            log.append(MemoriesMined(session="s", memories=[{
+        for ref, day, session, text in said:
+            log.append(MemoriesMined(session=session, memories=[{
                 "id": f"m-{ref}", "type": "user_preference", "content": f"Maya: {text}",
                 "subject": "maya|job", "refs": [ref], "events": [],
                 "at": f"2024-03-{day:02d}T00:00:00Z"}], model="heuristic",
                 first_seq=1, last_seq=2, turns=2), stream="memory",
                 occurred_at=dt.datetime(2024, 3, day, tzinfo=dt.UTC))
-        log.append(MemorySuperseded(ids=["m-r1"], by="m-r2", reason="conflict"),
-                   stream="memory")
+        log.append(MemorySuperseded(ids=[f"m-{said[0][0]}"], by=f"m-{said[-1][0]}",
+                                    reason="conflict"), stream="memory")
+
+
+def test_a_replaced_turn_comes_after_the_current_one_on_a_present_question(
+        home: Home) -> None:
+    """Dreaming superseded the memory of the old job: on "What does Maya do for a
+    living?" the turn that said it ranks below the newer one, although it matches the
+    question better; asked about the past, it is not held back."""
+    from projections.recall import recall
+
+    _job_changed(home, [
+        ("r1", 1, "s", "I work as a nurse for a living at the city hospital, nurse work."),
+        ("r2", 9, "s", "I got hired as a baker.")])
     with open_store(home) as store:
         store.catch_up_all()
         now = [i.refs for i in recall(store.db, "What does Maya do for a living?", 0, 10,
@@ -365,6 +374,36 @@ def test_a_replaced_turn_comes_after_the_current_one_on_a_present_question(
                                          0, 10, head=False).items if i.source == "turn"]
     assert now.index(["r2"]) < now.index(["r1"]), now
     assert before and "r1" in before[0], before
+
+
+def test_a_chats_start_block_weighs_a_replaced_turn_less_whatever_was_said_last(
+        embedding: Home) -> None:
+    """A start block's query is the last session's words, no question about the present,
+    yet what it opens with should be true now: the turn that told the job since replaced
+    comes after the newer job, which the same recall without ``current`` ranks below it."""
+    from projections.embedding import active_embedder
+    from projections.inject import build_injection
+    from projections.recall import recall
+    from projections.semantic import semantic_searcher
+    from projections.vector_embed import embed_pending
+    from workers.models.embedding import ensure_model
+
+    _job_changed(embedding, [
+        ("r1", 1, "s1", "Hi! I work as a nurse at St. Thomas' Hospital in London."),
+        ("r2", 9, "s2", "Big news, I left the hospital. I'm a school nurse now.")])
+    words = "Shifts at the hospital in London were long this week."
+    with EventLog(embedding.events_db) as log:
+        ensure_model(embedding, log)
+        with open_store(embedding, log) as store:
+            store.catch_up_all()
+            embed_pending(store, active_embedder(embedding, store))
+            semantic = semantic_searcher(embedding, store)
+            plain = [i.refs for i in recall(store.db, words, 2000, 10, semantic, head=False,
+                                            whole_long_term=True).items]
+            start = [i.refs for i in build_injection(store.db, words, 2000, 10,
+                                                     semantic).items]
+    assert plain.index(["r1"]) < plain.index(["r2"]), plain
+    assert start.index(["r2"]) < start.index(["r1"]), start
 
 
 def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
