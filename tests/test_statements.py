@@ -99,6 +99,10 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     # a verb whose past is its base form may be past: it stays as said ("quits" read as
     # a job held, and replaced the new one said next)
     ("Big news, I quit the hospital.", "Big news, Caroline quit the hospital."),
+    # a verb ending in "-ing" that is no participle agrees too; a participle stays
+    ("Sometimes I bring work home.", "Sometimes Caroline brings work home."),
+    ("I sing in a choir and I'm singing tonight.",
+     "Caroline sings in a choir and Caroline is singing tonight."),
 ])
 def test_third_person_names_who_and_the_verb_agrees(sentence: str, expected: str) -> None:
     assert third_person(sentence, "Caroline") == expected

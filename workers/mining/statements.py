@@ -221,6 +221,9 @@ couldn't won't wouldn't shouldn't wasn't weren't""".split())
 # words after "I" that stay as they are; a verb whose past is its base form ("I quit
 # the hospital") may be either, and stays as said rather than be made present
 _KEEP = _MODALS | _ADVERBS | SAME_AS_BASE
+# verbs whose base form ends in "-ing" like a participle ("sometimes I bring work home")
+_ING_VERBS = frozenset("bring cling fling ring sing sling spring sting string swing wring"
+                       .split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*|[^A-Za-z\s]+|\s+")
 
 
@@ -230,7 +233,8 @@ def _third_singular(verb: str) -> str:
     low = verb.lower()
     if low in _BE:
         return _BE[low]
-    if low in _KEEP or low in IRREGULAR_PAST or low.endswith(("ing", "n't")) \
+    if low in _KEEP or low in IRREGULAR_PAST or low.endswith("n't") \
+            or (low.endswith("ing") and low not in _ING_VERBS) \
             or (low.endswith("ed") and not low.endswith("eed")):
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
