@@ -299,6 +299,27 @@ def test_a_named_thing_is_replaced_by_a_new_one_of_its_kind(embedding: Home,
     assert "boat is called Curlew" not in memory_md, memory_md
 
 
+def test_a_coding_users_night_keeps_their_project_stack_and_fixes(home: Home,
+                                                                 tmp_path: Path) -> None:
+    """A person coding with the assistant: the project, a fixed CI failure and a team habit
+    reach MEMORY.md's work sections; the failure is told with its fix, never alone."""
+    said = ["I'm building a Flask app called ledgerly, it tracks shared household expenses.",
+            "pytest keeps failing on CI with 'could not connect to server' errors.",
+            "That was it, I added a health check to the postgres service and it passes now.",
+            "Also, we always run make lint before pushing."]
+    memory_md = night_over(home, tmp_path, [
+        turn("c/1", f"2024-03-04T09:{i:02d}:00Z", role, role, text, f"r{i}")
+        for i, (role, text) in enumerate(
+            (role, text) for line in said
+            for role, text in (("user", line), ("assistant", "Let's look at that.")))])
+    sections = {part.split("\n", 1)[0]: part for part in memory_md.split("## ")[1:]}
+    assert "The user is building a Flask app called ledgerly." in sections["Projects"]
+    assert ("Pytest keeps failing on CI with 'could not connect to server' errors; fixed: the "
+            "user added a health check") in sections["Tools"]
+    assert "The user always runs make lint before pushing." in sections["Workflows"]
+    assert memory_md.count("keeps failing") == 1, memory_md
+
+
 def test_a_naming_subject_takes_the_kind_it_names() -> None:
     from workers.mining.attributes import named_kind
 

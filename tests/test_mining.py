@@ -202,6 +202,45 @@ def test_a_plan_is_about_a_project_only_when_it_is_about_software(sentence: str,
 
     assert type_of(sentence) == type_
 
+@pytest.mark.parametrize(("sentence", "type_"), [
+    # work on software of one's own is a project fact; on anything else, a life statement
+    ("I'm building a Flask app called ledgerly, it tracks shared household expenses.",
+     "project_fact"),
+    ("We're migrating the backend from Postgres to SQLite.", "project_fact"),
+    ("I'm building a treehouse for my kids.", "user_preference"),
+    ("I'm developing a new recipe for my sourdough starter.", "user_preference"),
+    # a tool in use, told in any tense; a team's habit is a workflow as a person's is
+    ("I've been using Matplotlib and Seaborn for data visualization in Python.", "tool_use"),
+    ("I'm using Docker for the dev database.", "tool_use"),
+    ("We always run make lint before pushing.", "workflow"),
+    ("We usually watch a film and have pizza on Fridays.", None),   # a family's: no work
+    # "API" is also a brand of aquarium care: alone it is no software
+    ("I've been using API CO2 booster for my plants.", "user_preference"),
+])
+def test_a_coding_users_work_is_typed_as_work(sentence: str, type_: str | None) -> None:
+    from workers.mining.heuristic import type_of
+
+    assert type_of(sentence) == type_
+
+
+def test_a_failure_and_the_fix_said_after_it_are_one_memory() -> None:
+    """A coding session's failure, then its fix: one tool note that tells both, citing both
+    turns; the failure alone would stay in MEMORY.md as if still true."""
+    said = [(1, "pytest keeps failing on CI with 'could not connect to server' errors."),
+            (2, "Yes, that was it, I added a health check to the postgres service and it "
+                "passes now.")]
+    turns = [Turn(n, n, f"e{n}", f"r{n}", "user", "user", text, "2024-03-01T10:00:00Z", True)
+             for n, text in said]
+    [note] = [c for c in heuristic_candidates(Chunk("s", turns)) if c.type == "tool_use"]
+    assert note.content == ("pytest keeps failing on CI with 'could not connect to server' "
+                            "errors; fixed: the user added a health check to the postgres "
+                            "service and it passes now.")
+    assert (note.kind, note.turns) == ("workaround", [1, 2])
+    # a failure with no fix after it stays one of its own
+    [failure] = heuristic_candidates(Chunk("s", turns[:1]))
+    assert (failure.kind, failure.content) == ("pitfall", said[0][1])
+
+
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,
                                                                  tmp_path: Path) -> None:
     import datetime as dt

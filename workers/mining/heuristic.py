@@ -12,7 +12,10 @@ allergic to penicillin", "My doctor is Dr. Patel - don't forget that!", "Keep in
 I'm diabetic") keeps what it asks to: the speaker's own words as a statement, anything
 else asked to be remembered as said ("Remember that the deploy key lives in the vault",
 "Remember to run make lint before pushing"). So is a sentence about software that fails
-or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_use``.
+or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_use``; a fix
+said after such a failure in the chunk is one memory with it (:func:`_with_fixes`), and a
+person's work on software of their own ("I'm building a Flask app called ledgerly") is a
+``project_fact``.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
@@ -34,7 +37,7 @@ from projections.readable import main_clause, points_out, self_contained
 from .candidates import Candidate
 from .chunks import Chunk, Turn
 from .requests import Request, about_speaker, request_in
-from .statements import Statement, is_disclosure, sentences, statements
+from .statements import Statement, display_name, is_disclosure, sentences, statements
 from .text import content_words, normal, subject_key, tags_of
 
 MIN_WORDS = 2
@@ -46,12 +49,16 @@ _IDENTITY_ATTRIBUTES = ("|name", "|home", "|employer", "|job")
 # Words of software: one that means nothing else, or two that can ("I'm planning to go to
 # the beach", "the military aptitude test", "a movie script", "the Publix app", "build a
 # home" are no software; "the build script fails", "the app's server crashed" are)
-_SOFTWARE = frozenset("""api ci cli commit config database db deploy docker git github python
+_SOFTWARE = frozenset("""ci cli commit config database db deploy docker git github python
 repo vim emacs vscode linux npm pip pytest javascript typescript sql kubernetes compiler
-endpoint lint makefile ssh golang""".split())
+endpoint lint makefile ssh golang postgres postgresql sqlite mysql mongodb sqlalchemy django
+fastapi nodejs html css json yaml regex frontend backend devops nginx terraform gitlab
+neovim pycharm intellij xcode ubuntu debian macos codebase refactor localhost webpack
+kotlin""".split())
 _SOFTWARE_TOO = frozenset("""app bug build branch code container editor release script server
 shell test tests library package rust go java terminal framework function module push
-vault""".split())   # not "make" or "key": "make a change", "the key to it"
+vault api flask react node rails ruby swift query schema migration workflow error errors
+crash deployment website""".split())   # not "make" or "key": "make a change", "the key to it"
 
 
 def about_software(text: str) -> bool:
@@ -72,9 +79,11 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
         r"|developer|teacher|nurse|designer|manager|student|doctor|writer|artist|counselor"
         r"|scientist|researcher)\b"), PROFILE.name, "pattern", 0.7),
     (_p(r"\b(?:doesn'?t|does not|didn'?t|did not|won'?t|can'?t) (?:work|build|start|run"
-        r"|compile)\b|\b(?:fails|failed|crashes|crashed|breaks|broke|hangs)\b"),
+        r"|compile)\b|\b(?:fails|failed|failing|crashes|crashed|crashing|breaks|broke|hangs)\b"
+        r"|\bthrows? (?:an? |this )?(?:\w+ )?(?:error|exception)\b"),
      TOOL_USE.name, "pitfall", 0.6),
-    (_p(r"\bworkaround\b|\bthe fix (?:is|was)\b|\b(?:fixed|solved) it by\b"),
+    (_p(r"\bworkaround\b|\bthe fix (?:is|was)\b|\b(?:fixed|solved) it(?: by)?\b"
+        r"|\b(?:passes|works|builds|runs|compiles) now\b"),
      TOOL_USE.name, "workaround", 0.6),
     (_p(r"\bi (?:really |absolutely |do |don'?t |do not |still )?(?:like|love|enjoy|prefer"
         r"|hate|dislike|adore|can'?t stand)\b|\bmy fav(?:ou?rite)\b"),
@@ -94,7 +103,13 @@ _RULES: list[tuple[re.Pattern[str], str, str, float]] = [
         r"|struggle|assume|assumed|wish|hope|know|want|believe)\b)"
         r"|\bevery (?:day|morning|evening|week|night|weekend)\b)"),
      WORKFLOW.name, "pattern", 0.6),
-    (_p(r"\bi (?:use|am using|'m using|switched to|run)\b"), TOOL_USE.name, "pattern", 0.6),
+    (_p(r"\bi(?: use| am using|'m using|'ve been using| have been using| switched to| run"
+        r"| rely on)\b"), TOOL_USE.name, "pattern", 0.6),
+    # work on a project of one's own: a project fact when it is software (:func:`_by_topic`)
+    (_p(r"\b(?:i|we)(?:'m| am|'re| are|'ve been| have been)? (?:building|developing|coding"
+        r"|maintaining|migrating|porting|refactoring|deploying|shipping|build|develop"
+        r"|maintain|deploy|ship|host)\b|\bmy (?:app|project|repo|codebase|side project)\b"),
+     PROJECT_FACT.name, "pattern", 0.6),
     (_p(r"\bi (?:just |recently |finally |also )?(?:went|started|joined|finished|adopted|bought"
         r"|signed up|visited|took|painted|ran|graduated|learned|met|won|made|wrote|tried"
         r"|volunteered|got|have been|'ve been)\b|\bi have (?:a|an|two|three|four|\d+) \w+"
@@ -120,7 +135,14 @@ def type_of(text: str) -> str | None:
     for pattern, type_, _kind, _confidence in _RULES:
         if pattern.search(low):
             return _by_topic(type_, text)
+    if _TEAM_HABIT.search(low) and about_software(text):
+        return WORKFLOW.name
     return None
+
+
+# a habit of the speaker's team ("we always run make lint before pushing"): a workflow when
+# it is about software; of a family ("we always look forward to our camping trip") none
+_TEAM_HABIT = _p(r"\bwe (?:always|usually|never|often|normally)\b")
 
 
 _RECOMMEND = _p(r"(?:should|must|always use|never use|recommend|better to|prefer)")
@@ -193,6 +215,44 @@ def _from_statement(statement: Statement) -> Candidate:
                      needs_attribute=statement.owned)
 
 
+def _with_fixes(found: list[Candidate], names: Collection[str]) -> list[Candidate]:
+    """``found`` (a chunk's, in turn order) with each fix (a ``workaround``) joined to the
+    failure said last before it (a ``pitfall``), as one memory citing both turns: "pytest
+    keeps failing on CI …; fixed: the user added a health check …". The failure alone
+    would say what is no longer true once fixed, the fix alone not what it fixed. The fix
+    is told from its first naming of the person ("That was it, I added …": "the user
+    added …")."""
+    out: list[Candidate] = []
+    for candidate in found:
+        failed = next((i for i in range(len(out) - 1, -1, -1)
+                       if out[i].type == TOOL_USE.name and out[i].kind == "pitfall"), None)
+        if candidate.type == TOOL_USE.name and candidate.kind == "workaround" \
+                and failed is not None:
+            failure = out.pop(failed)
+            fix = _from_person(candidate.content, names)
+            candidate = replace(
+                candidate, content=f"{failure.content.rstrip(' .')}; fixed: {fix}"[:MAX_CHARS],
+                tags=sorted({*failure.tags, *candidate.tags}),
+                turns=sorted({*failure.turns, *candidate.turns}))
+        out.append(candidate)
+    return out
+
+
+def _from_person(text: str, names: Collection[str]) -> str:
+    """``text`` from its first naming of one of ``names`` (as :func:`.statements.display_name`
+    writes them) within its first few words, that opening lower-cased ("the user …"); else
+    ``text``, its first letter lower-cased unless it opens with a name."""
+    found = re.search(r"\b(?:" + "|".join(re.escape(display_name(n)) for n in names)
+                      + r")\b", text, re.IGNORECASE) if names else None
+    if found is not None and len(text[:found.start()].split()) <= _OPENING_WORDS:
+        text = text[found.start():]
+    first = text.split(" ", 1)[0]
+    return text if first in {display_name(n) for n in names} else text[:1].lower() + text[1:]
+
+
+_OPENING_WORDS = 5   # "Yes, that was it, …"
+
+
 def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
     """The chunk's source turns' notes and disclosures, in turn order (module doc)."""
     out: list[Candidate] = []
@@ -216,7 +276,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
         found += [_from_statement(s) for s in statements(turn, names)
                   if not any(k in normal(s.said) for k in kept)]
         out += found[:PER_TURN]
-    return out
+    return _with_fixes(out, names)
 
 
 def asked_notes(chunk: Chunk) -> list[Candidate]:
