@@ -8,7 +8,7 @@ import pytest
 
 from projections.relative_time import resolve
 from workers.mining.chunks import Turn
-from workers.mining.statements import is_disclosure, statements, third_person
+from workers.mining.statements import is_disclosure, sentences, statements, third_person
 
 MONDAY = dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)   # LoCoMo's first session
 
@@ -230,6 +230,43 @@ def test_a_disclosure_said_without_its_i_names_who() -> None:
     # a past tense that reads as an imperative too gets no "I"
     assert [s.text for s in statements(turn("Read my new blog post.", speaker="Jon"))] == [
         "Read Jon's new blog post."]
+
+
+@pytest.mark.parametrize(("said", "stated"), [
+    # with no "my" in it either, past an adverb that may open it
+    ("Quit the terminal job last month. Started monday doing IT support at a hospital.",
+     ["Tomasz started monday doing IT support at a hospital."]),   # "quit" may be an order
+    ("Finally switched to neovim this week, vs code is gone.",
+     ["Tomasz finally switched to neovim in the week of 8 May 2023, vs code is gone."]),
+    # what the unsaid subject did to "me" was no "I"'s; nor does a hyphenated word open
+    # one, nor a habit's adverb ("I never saw" would read as a habit)
+    ("Really made me think about my health.", ["Really made Tomasz think about Tomasz's "
+                                               "health."]),
+    ("Much-needed break for my family.", ["Much-needed break for Tomasz's family."]),
+    ("Never saw this coming with my job.", ["Never saw this coming with Tomasz's job."]),
+])
+def test_a_statement_said_without_any_first_person_word_gets_its_i(
+        said: str, stated: list[str]) -> None:
+    """People chatting drop the "I" ("Started monday doing IT support …"): such a sentence
+    is the speaker's disclosure as it would be with it."""
+    assert [s.text for s in statements(turn(said, speaker="Tomasz"))] == stated
+
+
+def test_a_fenced_block_is_no_sentence_of_the_speaker() -> None:
+    """Code, a log or a config pasted between fences states nothing about the speaker, and
+    the sentence before it ends where the block begins."""
+    text = ("Meanwhile my local setup is broken, the app crashes on boot. compose:\n\n```\n"
+            "services:\n  pg:\n    image: postgres:16\n```\n\nI moved the volume.")
+    assert sentences(text) == ["Meanwhile my local setup is broken, the app crashes on boot.",
+                               "compose:", "I moved the volume."]
+    assert sentences("I pasted the log: ```\nError: closed by peer") == ["I pasted the log:"]
+
+
+def test_an_emoji_between_words_ends_a_sentence() -> None:
+    """In chat an emoji often stands for the full stop: what follows it is a sentence of its
+    own, which would otherwise run on into the statement before it."""
+    assert sentences("I'm up early anyway 🙄 the cat has no respect for sleep. So happy 😊.") \
+        == ["I'm up early anyway 🙄", "the cat has no respect for sleep.", "So happy 😊."]
 
 
 def test_a_sentence_about_a_group_acting_on_each_other_joins_no_statement() -> None:

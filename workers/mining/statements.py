@@ -20,7 +20,9 @@ third-person statements that name who.
    capitalised past a sentence's opening, a title's: "The Last of Us", nor any word in
    double quotes: "How I Built This"); relative
    time is resolved from the turn's own time (:func:`projections.relative_time.resolve`).
-   A sentence said without its "I" ("Lost my job yesterday") gets it back first. A
+   A sentence said without its "I" ("Lost my job yesterday", "Finally switched to neovim",
+   with no first-person word at all: "Started monday at a hospital") gets it back first;
+   a fenced block (code, a log) is no sentence. A
    speaker with no name ("user") is written "the user" ("The user" where it opens a
    sentence).
 
@@ -46,6 +48,12 @@ MIN_CONTENT_WORDS = 2
 MAX_CHARS = 280
 # an image caption, "[a photo of …]": three words or more in brackets ("[secret]" stays)
 CAPTION = re.compile(r"\[[^\]\s]+(?:\s+[^\]\s]+){2,}\]")
+# a fenced block (code, a log, a config pasted in), to its closing fence or the end: no
+# sentence of the speaker's
+_FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+# an emoji between words ends what comes before it, in chat as a full stop would: "I'm up
+# early anyway 🙄 the cat has no respect for sleep"
+_EMOJI_END = re.compile(r"(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+(?=[^\W\d_])")
 _TITLE_END = re.compile(rf"\b(?:{'|'.join(TITLES)})\.$")   # "Dr. Patel": no sentence end
 _LEAD = re.compile(r"^(?:(?:and|but|so(?! far\b)|also|anyway|oh|well|plus|still|btw"
                    r"|by the way|yup|yep|yeah|yes|ok|okay|wow|woah|whoa|omg|hey|hi|ah|aw+|hmm+|um+"
@@ -177,9 +185,10 @@ class Statement:
 def sentences(text: str) -> list[str]:
     """``text``'s sentences (:func:`projections.passages.sentences`: a line is one too; a
     period inside "Chewy.com" or "3.50" ends none, nor one after a title: "Dr. Patel"),
-    captions and list marks left out."""
-    bare = CAPTION.sub(" ", text)
-    found = [_ENUMERATED.sub("", " ".join(s.split())) for s in split_sentences(bare)]
+    captions, fenced blocks and list marks left out; an emoji between words ends one."""
+    bare = CAPTION.sub(" ", _FENCED.sub("\n", text))
+    found = [_ENUMERATED.sub("", " ".join(part.split())) for s in split_sentences(bare)
+             for part in _EMOJI_END.split(s)]
     joined: list[str] = []
     for piece in (s for s in found if s):
         if joined and _TITLE_END.search(joined[-1]):
@@ -394,6 +403,9 @@ def statements(turn: Turn, names: Collection[str] = (),
             sentence = vocative.sub("", bare)
         sentence = _without_since_we_talked(_after_request(sentence))
         sentence = sentence[:1].upper() + sentence[1:]
+        if not is_disclosure(sentence, min_words) and is_disclosure(
+                implied := _with_subject(_LEAD.sub("", sentence)), min_words):
+            sentence = implied     # "Started monday doing IT support at a hospital"
         if not is_disclosure(sentence, min_words):
             sentence = _before_talk(sentence, min_words)
         if is_disclosure(sentence, min_words):
@@ -423,12 +435,26 @@ def statements(turn: Turn, names: Collection[str] = (),
 
 
 def _with_subject(sentence: str) -> str:
-    """``sentence`` with the "I" it was said without (see :data:`_NO_SUBJECT`): "Lost my
-    job as a banker" → "I lost my job as a banker"."""
-    first = sentence.split(" ", 1)[0].casefold().rstrip(",")
-    if first == _NO_SUBJECT or (is_past(first) and first not in SAME_AS_BASE):
+    """``sentence`` with the "I" it was said without (see :data:`_NO_SUBJECT`), past an
+    adverb that may open it: "Lost my job as a banker" → "I lost my job as a banker",
+    "Finally switched to neovim" → "I finally switched to neovim"."""
+    words = sentence.split(" ", 3)
+    at = 1 if len(words) > 1 and words[0].casefold() in _OPENING_ADVERBS else 0
+    first = words[at].casefold().rstrip(",")
+    then = words[at + 1].casefold().strip(",.!") if len(words) > at + 1 else ""
+    if first == _NO_SUBJECT or (is_past(first) and first not in SAME_AS_BASE
+                                and "-" not in first and then not in _NOT_AFTER_I):
         return "I " + sentence[:1].lower() + sentence[1:]
     return sentence
+
+
+# an adverb before a verb whose subject went unsaid; not a habit's ("Never saw this coming"
+# is no habit of the speaker's) nor one of time ("Then went home")
+_OPENING_ADVERBS = frozenset("just finally recently also really still already even actually"
+                             " totally definitely only".split())
+# after a verb whose subject went unsaid, an object that says it was no "I": "Really made
+# me think" (it did), not "I really made me think"
+_NOT_AFTER_I = frozenset("me us myself ourselves".split())
 
 
 _DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\b")
