@@ -589,6 +589,9 @@ def test_memory_md_leaves_out_a_mined_line_that_does_not_read_on_its_own() -> No
     assert section_for(mined_line("Tim is a huge fan of this genre.")) is None
     assert section_for(mined_line("Tim has been using this app.", "tim|language")) is None
     assert section_for(mined_line("Tim codes in Rust now.", "tim|language")) == "Profile"
+    # a line that says next to nothing: its first clause is all it would show
+    assert section_for(mined_line("7 to 3, so Tomasz actually has evenings now.",
+                                  "tomasz|hobby")) is None
     # a need, a wish, hearsay is no current value, whatever attribute the classifier heard
     for said in ("The user needs to restock the tackle box.",
                  "The user has been wanting to try making croissants for ages.",

@@ -2,6 +2,7 @@
 scripted backend (the same parser and loop as a real server) and a real HTTP server."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -239,6 +240,15 @@ def test_a_failure_and_the_fix_said_after_it_are_one_memory() -> None:
     # a failure with no fix after it stays one of its own
     [failure] = heuristic_candidates(Chunk("s", turns[:1]))
     assert (failure.kind, failure.content) == ("pitfall", said[0][1])
+    # … unless its speaker says later that it works, though not how: no longer true
+    works = [*turns[:1], Turn(2, 2, "e2", "r2", "assistant", "assistant", "Set TZ=UTC in the "
+                              "workflow, then.", "2024-03-01T10:01:00Z", False),
+             Turn(3, 3, "e3", "r3", "user", "user", "done, passes w/ TZ=UTC locally too. nice",
+                  "2024-03-01T10:02:00Z", True)]
+    assert heuristic_candidates(Chunk("s", works)) == []
+    # … as someone else saying so does not
+    works[2] = dataclasses.replace(works[2], speaker="Sam")
+    assert [c.kind for c in heuristic_candidates(Chunk("s", works))] == ["pitfall"]
 
 
 def test_already_active_memories_are_reinforced_not_mined_again(home: Home,

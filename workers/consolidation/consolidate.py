@@ -153,6 +153,9 @@ def phase_over(memory: Memory, today: dt.date, days: float = PHASE_DAYS,
     return said + dt.timedelta(days=days) < today
 
 
+MIN_LINE_WORDS = 2   # content words a mined line says at least ("Tim loves traveling.")
+
+
 def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
                  offered: Callable[[Memory], str] | None = None,
                  today: dt.date | None = None) -> str | None:
@@ -179,8 +182,9 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     keeps it, MEMORY.md says what is current)."""
     mined = memory.source not in NOT_MINED
     if mined and (not self_contained(memory.content, mined=True)
-                  or points_out(statement_of(memory))):
-        return None
+                  or points_out(line := statement_of(memory))
+                  or len(content_words(line)) < MIN_LINE_WORDS):
+        return None       # … or its line says next to nothing ("7 to 3.")
     if mined and today is not None and INTENDS.match(without_lead_in(memory.content)) \
             and _gone_by(memory, today):
         return None       # a plan of any kind ("… to shop at Publix in the week of …")

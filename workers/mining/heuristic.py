@@ -13,9 +13,9 @@ I'm diabetic") keeps what it asks to: the speaker's own words as a statement, an
 else asked to be remembered as said ("Remember that the deploy key lives in the vault",
 "Remember to run make lint before pushing"). So is a sentence about software that fails
 or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_use``; a fix
-said after such a failure in the chunk is one memory with it (:func:`_with_fixes`), and a
-person's work on software of their own ("I'm building a Flask app called ledgerly") is a
-``project_fact``.
+said after such a failure in the chunk is one memory with it, and a failure its speaker
+later says works, no fix told, is none (:func:`_with_fixes`); a person's work on software
+of their own ("I'm building a Flask app called ledgerly") is a ``project_fact``.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
@@ -215,13 +215,16 @@ def _from_statement(statement: Statement) -> Candidate:
                      needs_attribute=statement.owned)
 
 
-def _with_fixes(found: list[Candidate], names: Collection[str]) -> list[Candidate]:
-    """``found`` (a chunk's, in turn order) with each fix (a ``workaround``) joined to the
+def _with_fixes(found: list[Candidate], chunk: Chunk) -> list[Candidate]:
+    """``found`` (the chunk's, in turn order) with each fix (a ``workaround``) joined to the
     failure said last before it (a ``pitfall``), as one memory citing both turns: "pytest
     keeps failing on CI …; fixed: the user added a health check …". The failure alone
     would say what is no longer true once fixed, the fix alone not what it fixed. The fix
     is told from its first naming of the person ("That was it, I added …": "the user
-    added …")."""
+    added …"). A failure its speaker says works after all later in the chunk, with no fix
+    told (:data:`_WORKS`: "done, passes w/ TZ=… locally too", "down -v fixed it"), is left
+    out: its journal keeps it, and it is no longer true."""
+    names = {turn.speaker for turn in chunk.turns}
     out: list[Candidate] = []
     for candidate in found:
         failed = next((i for i in range(len(out) - 1, -1, -1)
@@ -235,7 +238,22 @@ def _with_fixes(found: list[Candidate], names: Collection[str]) -> list[Candidat
                 tags=sorted({*failure.tags, *candidate.tags}),
                 turns=sorted({*failure.turns, *candidate.turns}))
         out.append(candidate)
-    return out
+    return [c for c in out if not (c.type == TOOL_USE.name and c.kind == "pitfall"
+                                   and _works_later(c, chunk))]
+
+
+# what says a failure is gone: "fixed it", "that worked", "passes now", "zero hangs"
+_WORKS = _p(r"\b(?:fixed|worked|works now|working now|passes|passing now|solved|resolved"
+            r"|recovered|did the trick|that was it|zero (?:errors|failures|hangs|crashes))\b")
+
+
+def _works_later(failure: Candidate, chunk: Chunk) -> bool:
+    """Whether the speaker of ``failure`` says, in a later turn of ``chunk``, that something
+    works after all (:data:`_WORKS`)."""
+    said = chunk.turns[failure.turns[0] - 1]
+    return any(turn.speaker == said.speaker and turn.source
+               and _WORKS.search(turn.text.casefold())
+               for turn in chunk.turns[failure.turns[-1]:])
 
 
 def _from_person(text: str, names: Collection[str]) -> str:
@@ -276,7 +294,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
         found += [_from_statement(s) for s in statements(turn, names)
                   if not any(k in normal(s.said) for k in kept)]
         out += found[:PER_TURN]
-    return _with_fixes(out, names)
+    return _with_fixes(out, chunk)
 
 
 def asked_notes(chunk: Chunk) -> list[Candidate]:
