@@ -87,12 +87,17 @@ def first_sentence(statement: str) -> str:
 
 # A later sentence that only comments on what the one before said: it opens with "it",
 # "that", "this" or "there", judges or tells the effect on the person ("It's an awesome
-# way to connect", "It keeps Jon motivated", "There's so much adrenaline flowing"), and
-# names nothing new ("It's a Trek", "Her name's Coco", "It's a golden retriever" say a value)
+# way to connect", "It keeps Jon motivated", "There's so much adrenaline flowing"), or
+# judges with no subject ("Challenging but fun", "Feels good"), and names nothing new
+# ("It's a Trek", "Her name's Coco", "It's a golden retriever" say a value)
 _COMMENT = re.compile(r"^(?:it|that|this|there)(?:'s|’s| is| was| has been| keeps| makes)\b"
                       r"(?=.*\b(?:awesome|great|amazing|fun|cool|nice|wonderful|incredible"
                       r"|intense|lovely|exciting|so|such|really|motivated|happy)\b"
-                      r"|\s+(?:keeps|makes)\b)", re.IGNORECASE)
+                      r"|\s+(?:keeps|makes)\b)"
+                      # … or said with no subject at all: "Challenging but fun", "Feels good"
+                      r"|^(?:feels|felt|(?:so |super |really |pretty )?(?:challenging|fun"
+                      r"|great|awesome|amazing|cool|nice|hard|tough|rewarding|exciting))\b",
+                      re.IGNORECASE)
 
 
 def without_comments(statement: str) -> str:

@@ -1111,6 +1111,11 @@ def test_a_fact_is_said_without_its_headline_or_the_conversation(statement: str,
      "Jon uses a whiteboard to stay on track."),
     ("Nate is in the tournament again. There's so much adrenaline flowing. Nate won.",
      "Nate is in the tournament again."),
+    # … or judges with no subject at all
+    ("Tim recently started learning an instrument. Challenging but fun, always admired "
+     "musicians.", "Tim recently started learning an instrument."),
+    ("Tomasz moved the bridge to Rust. Feels good to be done with it.",
+     "Tomasz moved the bridge to Rust."),
     # a later sentence that names something new, or judges nothing, may say the value
     ("Maria got a puppy. Her name's Coco and she's adorable.",
      "Maria got a puppy. Her name's Coco and she's adorable."),
