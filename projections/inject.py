@@ -142,7 +142,7 @@ def build_injection(db: sqlite3.Connection, query: str, budget: int, k: int,
     room = max(budget - overhead - sum(i.tokens for i in pinned), 0)
     result: RecallResult = recall(db, query, room, k, semantic,
                                   now, exclude={i.id for i in pinned},
-                                  whole_long_term=whole_long_term, current=whole_long_term,
+                                  whole_long_term=whole_long_term,
                                   shown=[i.content for i in pinned])
     items = [*pinned, *result.items]
     if not whole_long_term:  # MEMORY.md's lines that share words with the question come

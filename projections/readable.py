@@ -90,14 +90,13 @@ def first_sentence(statement: str) -> str:
 # way to connect", "It keeps Jon motivated", "There's so much adrenaline flowing"), or
 # judges with no subject ("Challenging but fun", "Feels good"), and names nothing new
 # ("It's a Trek", "Her name's Coco", "It's a golden retriever" say a value)
+_JUDGING = r"awesome|great|amazing|fun|cool|nice|exciting"   # both kinds of comment say
 _COMMENT = re.compile(r"^(?:it|that|this|there)(?:'s|’s| is| was| has been| keeps| makes)\b"
-                      r"(?=.*\b(?:awesome|great|amazing|fun|cool|nice|wonderful|incredible"
-                      r"|intense|lovely|exciting|so|such|really|motivated|happy)\b"
-                      r"|\s+(?:keeps|makes)\b)"
+                      rf"(?=.*\b(?:{_JUDGING}|wonderful|incredible|intense|lovely|so|such"
+                      r"|really|motivated|happy)\b|\s+(?:keeps|makes)\b)"
                       # … or said with no subject at all: "Challenging but fun", "Feels good"
-                      r"|^(?:feels|felt|(?:so |super |really |pretty )?(?:challenging|fun"
-                      r"|great|awesome|amazing|cool|nice|hard|tough|rewarding|exciting))\b",
-                      re.IGNORECASE)
+                      rf"|^(?:feels|felt|(?:so |super |really |pretty )?(?:{_JUDGING}"
+                      r"|challenging|hard|tough|rewarding))\b", re.IGNORECASE)
 
 
 def without_comments(statement: str) -> str:

@@ -311,7 +311,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
            semantic: Semantic | None = None, now: dt.datetime | None = None, *,
            head: bool = True, exclude: Iterable[str] = (), exclude_session: str = "",
            min_score: float = 0.0, whole_long_term: bool = False,
-           shown: Sequence[str] = (), current: bool = False) -> RecallResult:
+           shown: Sequence[str] = ()) -> RecallResult:
     """Recall for ``query`` within ``budget`` tokens (0: no budget), at most ``k`` scored
     items after the fixed head. ``semantic`` adds cosine results when vectors exist.
     ``head=False`` leaves out the fixed head (profile, project facts, MEMORY.md) — within a
@@ -321,13 +321,13 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
     ``exclude_session`` a session whose own turns are not recalled (a chat's history is in
     its prompt already) and ``shown`` the texts of those the block shows whatever recall
     finds (a chat's pinned notes: MEMORY.md's lines stating one are left out); scored
-    items below ``min_score`` are left out. ``current``: what is true now is wanted whatever
-    ``query`` asks (a chat's start block, whose query is the last session's words), so a
-    turn whose fact a newer one replaced weighs less, as for a question about the present
-    (:data:`weights.REPLACED_INTENTS`). Any string is a
-    query: FTS5 syntax is searched as words and a lone surrogate becomes U+FFFD. ``now``:
-    when the query is asked (default: the clock), which freshness is measured from; given,
-    the query's relative dates ("last week") are read from its day too."""
+    items below ``min_score`` are left out. A start block (``whole_long_term``) wants what
+    is true now whatever ``query`` says, so a turn whose fact a newer one replaced weighs
+    less there, as for a question about the present (:data:`weights.REPLACED_INTENTS`).
+    Any string is a query: FTS5 syntax is searched as words and a lone surrogate becomes
+    U+FFFD. ``now``: when the query is asked (default: the clock), which freshness is
+    measured from; given, the query's relative dates ("last week") are read from its day
+    too."""
     query = repaired(query)
     asked = now.date() if now else None
     now = now or clock.now()
@@ -344,7 +344,7 @@ def recall(db: sqlite3.Connection, query: str, budget: int = DEFAULT_BUDGET, k: 
         lexical = search(db, query, weights.CANDIDATES, common=semantic is None, total=total,
                          slots=slots)
         scored, chats = _ranked(db, query, lexical, named, semantic, now, asked, slots or {},
-                                current)
+                                current=whole_long_term)
         ranked = [(score, hit) for score, hit in scored
                   if score >= min_score and hit.id not in skip
                   and not (exclude_session and hit.session == exclude_session)]

@@ -401,7 +401,8 @@ def test_a_chats_start_block_weighs_a_replaced_turn_less_whatever_was_said_last(
         embedding: Home) -> None:
     """A start block's query is the last session's words, no question about the present,
     yet what it opens with should be true now: the turn that told the job since replaced
-    comes after the newer job, which the same recall without ``current`` ranks below it."""
+    comes after the newer job, which recall for the same words as a question's block
+    (not ``whole_long_term``) ranks below it."""
     from projections.embedding import active_embedder
     from projections.inject import build_injection
     from projections.recall import recall
@@ -419,8 +420,8 @@ def test_a_chats_start_block_weighs_a_replaced_turn_less_whatever_was_said_last(
             store.catch_up_all()
             embed_pending(store, active_embedder(embedding, store))
             semantic = semantic_searcher(embedding, store)
-            plain = [i.refs for i in recall(store.db, words, 2000, 10, semantic, head=False,
-                                            whole_long_term=True).items]
+            plain = [i.refs for i in recall(store.db, words, 2000, 10, semantic,
+                                            head=False).items]
             start = [i.refs for i in build_injection(store.db, words, 2000, 10,
                                                      semantic).items]
     assert plain.index(["r1"]) < plain.index(["r2"]), plain

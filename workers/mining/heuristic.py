@@ -227,10 +227,9 @@ def _with_fixes(found: list[Candidate], chunk: Chunk) -> list[Candidate]:
     names = {turn.speaker for turn in chunk.turns}
     out: list[Candidate] = []
     for candidate in found:
-        failed = next((i for i in range(len(out) - 1, -1, -1)
-                       if out[i].type == TOOL_USE.name and out[i].kind == "pitfall"), None)
-        if candidate.type == TOOL_USE.name and candidate.kind == "workaround" \
-                and failed is not None:
+        failed = next((i for i in range(len(out) - 1, -1, -1) if _is(out[i], "pitfall")),
+                      None) if _is(candidate, "workaround") else None
+        if failed is not None:
             failure = out.pop(failed)
             fix = _from_person(candidate.content, names)
             candidate = replace(
@@ -238,8 +237,12 @@ def _with_fixes(found: list[Candidate], chunk: Chunk) -> list[Candidate]:
                 tags=sorted({*failure.tags, *candidate.tags}),
                 turns=sorted({*failure.turns, *candidate.turns}))
         out.append(candidate)
-    return [c for c in out if not (c.type == TOOL_USE.name and c.kind == "pitfall"
-                                   and _works_later(c, chunk))]
+    return [c for c in out if not (_is(c, "pitfall") and _works_later(c, chunk))]
+
+
+def _is(candidate: Candidate, kind: str) -> bool:
+    """Whether ``candidate`` is a tool note of ``kind`` (a pitfall, a workaround)."""
+    return candidate.type == TOOL_USE.name and candidate.kind == kind
 
 
 # what says a failure is gone: "fixed it", "that worked", "passes now", "zero hangs"

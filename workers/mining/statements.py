@@ -450,8 +450,8 @@ def _with_subject(sentence: str) -> str:
 
 # an adverb before a verb whose subject went unsaid; not a habit's ("Never saw this coming"
 # is no habit of the speaker's) nor one of time ("Then went home")
-_OPENING_ADVERBS = frozenset("just finally recently also really still already even actually"
-                             " totally definitely only".split())
+_OPENING_ADVERBS = _ADVERBS - frozenset("""always never often usually sometimes both all kind
+sort now then once last first ever soon""".split())
 # after a verb whose subject went unsaid, an object that says it was no "I": "Really made
 # me think" (it did), not "I really made me think"
 _NOT_AFTER_I = frozenset("me us myself ourselves".split())
