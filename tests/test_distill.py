@@ -202,10 +202,12 @@ def test_a_relative_the_classifier_reads_as_a_partner_is_no_partner(embedding: H
              "r2"),
         turn("f/3", "2023-07-09T10:00:00Z", "user", "user",
              "I handed in my notice and from Monday I'm working as a librarian.", "r3")])
-    profile, _, rest = memory_md.partition("## People")
-    assert "the user is married" in profile.casefold(), memory_md
-    assert "(said 28 May 2023)" in profile, memory_md     # no change: nothing said before
-    assert "has a brother" in rest and "brother" not in profile, memory_md
+    profile, _, people = memory_md.partition("## People")
+    [married] = [line for line in people.splitlines() if "married" in line]
+    assert married.casefold().startswith("- the user is married"), memory_md
+    assert "(said 28 May 2023)" in married, memory_md     # no change: nothing said before
+    assert "brother" not in married and "has a brother" in people, memory_md
+    assert "librarian" in profile, memory_md
     assert "librarian" in memory_md and "nurse" not in memory_md, memory_md
     with open_store(embedding) as store:
         [partner, brother] = sorted((m for m in list_memories(store.db)
@@ -676,7 +678,7 @@ def test_memory_md_shows_a_line_that_points_out_of_itself_only_up_to_the_pointer
     ("The user switched to decaf.", "user|favourite drink", "Preferences"),
     ("The user loves drinking iced coffee.", "user|favourite drink", "Preferences"),
     # a happening does set what is no taste
-    ("The user got a golden retriever puppy named Max.", "user|dog", "Profile"),
+    ("The user got a golden retriever puppy named Max.", "user|dog", "People"),
     ("The user moved to Leeds.", "user|home", "Profile"),
 ])
 def test_a_taste_s_current_value_is_no_single_happening(
@@ -684,6 +686,28 @@ def test_a_taste_s_current_value_is_no_single_happening(
     from workers.consolidation.consolidate import section_for
 
     assert section_for(mined_line(statement, subject), frozenset({"the"})) == section
+
+
+@pytest.mark.parametrize(("subject", "line", "section"), [
+    ("maya|home", "Maya lives in Plymouth now.", "Profile"),
+    ("maya|job", "Maya works as a nurse.", "Profile"),
+    ("maya|allergy", "Maya is allergic to penicillin.", "Profile"),
+    ("maya|hobby", "Maya took up climbing.", "Preferences"),
+    # a pet or a partner is one of the person's people, not an animal she is allergic to
+    ("maya|dog", "Maya adopted a puppy named Coco.", "People"),
+    ("maya|pet", "Maya's cat Luna loves her new cat tower.", "People"),
+    ("maya|partner", "Maya's husband's name is Michael.", "People"),
+    ("maya|pet", "Maya is allergic to most reptiles and animals with fur.", "Profile"),
+    # what someone codes with is a tool
+    ("maya|code editor", "Maya switched to neovim.", "Tools"),
+    ("maya|programming language", "Maya writes Rust these days.", "Tools"),
+    ("maya|database", "Maya's team moved to Postgres.", "Tools"),
+])
+def test_a_current_value_joins_the_section_of_what_it_is(
+        subject: str, line: str, section: str) -> None:
+    from workers.consolidation.consolidate import value_section
+
+    assert value_section(subject, line) == section
 
 
 @pytest.mark.parametrize(("statement", "offered", "answers"), [

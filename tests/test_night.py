@@ -115,7 +115,7 @@ def test_a_night_mines_merges_supersedes_and_rewrites_memory_md(home: Home,
     # MEMORY.md rewritten: the newer fact in, the outdated one out
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
     # current values with the day they were said; the model's rewrite of Preferences
-    assert ("## Profile\n- Maya lives in Lisbon (since 10 March 2024)\n"
+    assert ("## Profile\n- Maya lives in Lisbon (since 10 March 2024)\n\n## People\n"
             "- Maya adopted a greyhound called Juno (since 10 March 2024)\n") in memory_md
     assert "Berlin" not in memory_md
     assert ("## Preferences\n- Sam loves hiking in the Alps\n- Maya prefers tea over coffee\n"

@@ -40,7 +40,7 @@ from typing import TypeGuard
 from events import EventLog, Home, NewEvent, clock, streams
 from events.clock import from_iso
 from events.config import LLMConfig, load_config
-from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE
+from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE, TOOL_USE
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, TITLE, read_long_term, without_since
@@ -66,7 +66,7 @@ from projections.when import from_said, last_day, periods, yearly
 
 from ..dreaming.dream import CONFLICT, log_now, said_at
 from ..llm.lenient_json import decode_lenient
-from ..mining.attributes import is_taste
+from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import CAPTION, is_event, is_past
@@ -196,7 +196,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
             offered is not None and answers_an_offer(statement_of(memory), offered(memory)))):
         return None       # a reaction: "… loves the list, thanks", "… likes the ideas"
     if memory.subject and states_a_value(memory, names):
-        return value_section(memory.subject)
+        return value_section(memory.subject, memory.content)
     text = without_discourse(memory.content)   # "Also, …", "Let the user start with …:"
     if is_event(text) or (names and first_word(text) not in names) or NEEDS.match(text):
         return None
@@ -227,7 +227,7 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     if _to_come(day, memory):
         return None if today is not None and day + PLAN_GRACE < today else PLANS
     if memory.subject:
-        return value_section(memory.subject)
+        return value_section(memory.subject, memory.content)
     if _KIN.match(text) and not _PASSING.match(text):
         return PEOPLE
     if day is not None:
@@ -237,12 +237,25 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     return PREFERENCE.section
 
 
-def value_section(subject: str) -> str:
+def value_section(subject: str, line: str = "") -> str:
     """The section of a current value, by its subject key ("who|label"): a taste
     (:func:`..mining.attributes.is_taste`: a favourite drink, a hobby, "prefers …") is a
-    preference; the rest (home, job, pet, allergy, car …) is the person's profile, pets and
-    partners too: the classifier's pet may be an allergy to animals."""
-    return PREFERENCE.section if is_taste(subject) else PROFILE.section
+    preference; a pet or a partner is one of the person's people, unless its ``line`` is
+    about an allergy (the classifier's pet may be an allergy to animals: "… is allergic to
+    most reptiles and animals with fur" is health, the profile's); the code editor, the
+    programming language and the database someone works with are tools; the rest (home,
+    job, employer, allergy, car …) is the person's profile."""
+    if is_taste(subject):
+        return PREFERENCE.section
+    attribute = attribute_of(subject.rpartition("|")[2])
+    if attribute in _KIN_VALUES and not _ALLERGY.search(line):
+        return PEOPLE
+    return TOOL_USE.section if attribute in _TOOL_VALUES else PROFILE.section
+
+
+_KIN_VALUES = frozenset({"pet", "partner"})
+_TOOL_VALUES = frozenset({"editor", "language", "database"})
+_ALLERGY = re.compile(r"\ballerg", re.IGNORECASE)
 
 
 # A like whose object is a definite phrase that names what the other side had just shown
