@@ -16,6 +16,9 @@ merged into a new MEMORY.md (``LongTermRewritten``).
 - **Themes**, after Profile, are written anew each time from all active mined statements:
   what each speaker keeps coming back to (:func:`theme_lines`, :mod:`.themes`), each a
   statement no other section has.
+- **Family**: People's first lines are written anew each time too: each speaker's
+  relatives and pets, as their statements name them in passing (:mod:`.family`: "Melanie's
+  family: kids."). The model never rewrites them.
 - **The model** (when one is configured) then rewrites each section the merge changed —
   "merge bullets that say the same thing, keep every distinct fact" — when the section fits
   its context window. Its bullets are kept only if each shares content words with the
@@ -83,6 +86,7 @@ from ..mining.values import (
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
+from .family import FAMILY_LINE, family_lines
 from .themes import Said, theme_statements
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording
@@ -825,7 +829,24 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         changed.add(THEMES)
     if lines or themes.other:
         sections[THEMES] = Section(THEMES, lines, themes.other)
+    _write_families(sections, active, names, changed)
     return head, _ordered(sections), changed, stated
+
+
+def _write_families(sections: dict[str, Section], active: list[Memory],
+                    names: frozenset[str], changed: set[str]) -> None:
+    """People's first lines written anew (:mod:`.family`) from the active mined statements
+    that open with a speaker (not a pasted text)."""
+    lines = [scrub(line) for line in family_lines(
+        ((m.id, m.content) for m in active if m.source not in NOT_MINED
+         and first_word(without_discourse(m.content)) in names), names)]
+    people = sections.get(PEOPLE, Section(PEOPLE))
+    others = [b for b in people.bullets if not FAMILY_LINE.match(b)]
+    if lines + others != people.bullets:
+        changed.add(PEOPLE)
+        people.bullets = lines + others
+    if people.bullets or people.other:
+        sections[PEOPLE] = people
 
 
 def _model_rewrite(spec: MinerSpec, llm: LLMConfig, section: Section,
@@ -882,11 +903,15 @@ def consolidate(home: Home, spec: MinerSpec, *, dry_run: bool = False,
             report.model = backend_for(spec, llm).model
             with progress(len(changed), "Consolidating") as step:
                 for section in sections:
-                    if section.title not in changed or len(section.bullets) < 2:
+                    # a family line is written anew each time, never by the model
+                    families = [b for b in section.bullets if FAMILY_LINE.match(b)]
+                    asked = Section(section.title, [b for b in section.bullets
+                                                    if b not in families], section.other)
+                    if section.title not in changed or len(asked.bullets) < 2:
                         continue
-                    bullets, error, reply = _model_rewrite(spec, llm, section, window)
+                    bullets, error, reply = _model_rewrite(spec, llm, asked, window)
                     if bullets is not None:
-                        section.bullets = bullets
+                        section.bullets = families + bullets
                         report.rewritten_sections.append(section.title)
                     elif error:
                         report.failures += 1

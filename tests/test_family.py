@@ -1,0 +1,131 @@
+"""Each person's family, from the statements that mention them in passing: the first lines of
+MEMORY.md's People section, written anew every night and never by the model."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from events import EventLog, Home, clock
+from events.transcript import import_file
+from workers.consolidation.consolidate import consolidate
+from workers.consolidation.family import family_lines
+from workers.dreaming.dream import dream
+from workers.mining.extract import MinerSpec
+from workers.mining.mine import mine
+
+from .conftest import rules, write_transcript
+from .test_distill import night_over
+from .test_mining import turn
+from .test_night import NIGHT, memory
+
+NAMES = frozenset({"the", "melanie", "maria", "john", "caroline", "nate"})
+
+
+def lines(*texts: str) -> list[str]:
+    return family_lines(((str(i), text) for i, text in enumerate(texts)), NAMES)
+
+
+def test_kin_said_twice_or_named_make_a_family_line() -> None:
+    assert lines("Melanie's kids are so excited about summer break.",
+                 "Melanie's two kids love the beach.",
+                 "The user's sister Stella is visiting next week.",
+                 "The user's cat, Luna, loves the new cat tower.",
+                 "The user's husband's name is Michael, and he was born on August 12th.") == [
+        "Melanie's family: kids.",
+        "The user's family: a sister (Stella), a cat (Luna), a husband (Michael)."]
+
+
+def test_kinds_said_in_one_statement_count_once_each() -> None:
+    assert lines("John's daughter Sara and John's kids went to the park.",
+                 "John's kids love the slide.", "John loves hiking.") == [
+        "John's family: kids, a daughter (Sara)."]
+    assert lines("John's kids and John's kids' friends went to the park.") == []
+
+
+@pytest.mark.parametrize("texts", [
+    # one unnamed mention may be everyone's: "Our kids are our future"
+    ["Maria's kids are Maria's future; they should have the best."],
+    # a parent only with a name: everyone has one
+    ["The user's mom called on Monday.", "The user's mom loves gardening."],
+    # gone or past
+    ["Caroline's late grandma gave Caroline a necklace.", "Caroline's grandma Rose was kind."],
+    ["The user's dog Rex passed away last spring.", "The user's dog Rex loved the beach."],
+    ["The user's ex-husband Tom moved to Leeds."],
+    # a speaker's name is no name of theirs; nor is a day
+    ["Nate's friend Joanna came over."],
+    ["The user's cousin Monday plans fell through."],
+    # someone not in the conversation
+    ["Sam's sister Ana is a nurse.", "Sam's sister Ana lives in Porto."],
+    # a kind's word as half of another noun
+    ["The user's dog walker Sam is late again.", "The user's dog walker Sam quit."],
+    ["The user's sister-in-law Ana visited."],
+])
+def test_no_family_line_for_what_may_not_be_theirs(texts: list[str]) -> None:
+    assert lines(*texts) == []
+
+
+def test_a_relative_s_own_people_tell_of_the_relative() -> None:
+    assert lines("The user's brother's wife Eva is a nurse.", "The user's brother's kids.") == [
+        "The user's family: a brother."]
+
+
+def test_pets_said_beside_a_kind_of_pet_are_that_kind() -> None:
+    assert lines("Nate's pets always cheer Nate up.", "Nate's turtles are low-maintenance.",
+                 "Nate's turtles love strawberries.", "Nate's pets are calm.") == [
+        "Nate's family: turtles."]
+
+
+def test_a_night_writes_the_family_anew_and_keeps_the_model_away_from_it(
+        model_home: Home, tmp_path: Path) -> None:
+    """Through the whole night (import, mine, dream, consolidate): the family line opens
+    People; a second night over more turns rewrites it rather than adding a second one."""
+    first = night_over(model_home, tmp_path, [
+        turn("f/1", "2024-03-01T10:00:00Z", "user", "Sam",
+             "My sister Ana is coming over on Saturday, so I'm cleaning the flat.", "r1"),
+        turn("f/1", "2024-03-01T10:01:00Z", "user", "Sam",
+             "My kids are so excited about the beach trip.", "r2"),
+        turn("f/2", "2024-03-08T10:00:00Z", "user", "Sam",
+             "My kids loved the aquarium more than the beach.", "r3")])
+    people = first.partition("## People\n")[2]
+    assert people.startswith("- Sam's family: kids, a sister (Ana).\n"), first
+    second = night_over(model_home, tmp_path, [
+        turn("f/3", "2024-03-15T10:00:00Z", "user", "Sam",
+             "My dog Biscuit chewed my favourite shoes.", "r4")])
+    people = second.partition("## People\n")[2]
+    assert people.startswith("- Sam's family: kids, a sister (Ana), a dog (Biscuit).\n"), second
+    assert second.count("'s family:") == 1, second
+
+
+def test_the_model_rewrites_people_without_the_family_line(home: Home, tmp_path: Path) -> None:
+    """With a model configured (the scripted backend, on the real backends' path), People's
+    other lines go to the model; the family line is not sent, and stays first. Were it sent,
+    the first rule would answer for the section, and the line would be lost."""
+    path = write_transcript(tmp_path / "t.jsonl", [
+        dict(session="s1", at=at, role="user", name="Sam", text=text, ref=ref)
+        for at, text, ref in (
+            ("2024-03-01T09:00:00Z", "My sister Ana is a nurse in Porto.", "c:1"),
+            ("2024-03-01T09:01:00Z", "My brother Luis is married to Eva.", "c:2"))])
+    with EventLog(home.events_db) as log:
+        import_file(log, path)
+    script = rules(
+        tmp_path,
+        {"match": "My sister Ana", "reply": json.dumps({"memories": [
+            memory("Sam's sister Ana is a nurse in Porto.", "user_preference", "", [1]),
+            memory("Sam's brother Luis is married to Eva.", "user_preference", "", [2])]})},
+        {"match": "'s family:", "reply": "- Sam's sister Ana is a nurse in Porto"},
+        {"match": "^Section: People", "reply": "- Sam's brother Luis is married to Eva\n"
+                                               "- Sam's sister Ana is a nurse in Porto"},
+        {"reply": json.dumps({"memories": []})})
+    spec = MinerSpec("scripted", script=str(script))
+    with clock.frozen(NIGHT):
+        mine(home, spec)
+        dream(home)
+        report = consolidate(home, spec)
+    assert "People" in report.rewritten_sections, report.content
+    people = (home.memory_dir / "MEMORY.md").read_text().partition("## People\n")[2]
+    family, rewritten, _ = people.split("\n", 2)
+    assert family.startswith("- Sam's family: ") and "a sister (Ana)" in family \
+        and "a brother (Luis)" in family, people
+    assert rewritten == "- Sam's brother Luis is married to Eva", people

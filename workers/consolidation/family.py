@@ -1,0 +1,132 @@
+"""Who each person's family is: the first lines of MEMORY.md's "People" section.
+
+People are seldom introduced in a sentence of their own: Melanie's kids, John's wife and
+Nate's turtles come up in passing, in statements about something else ("Melanie's kids
+are so excited about summer break", "John's wife and John hosted a small get-together"),
+which are no line of MEMORY.md. A reader, and a small model asked "Does Melanie have
+kids?", wants them in one place. So each speaker gets one line, written anew each time
+from the active mined statements: "Melanie's family: kids, a husband." — "The user's
+family: a sister (Stella), a cat (Luna)."
+
+- **A mention**: a speaker's possessive, then a relative or a pet ("The user's sister",
+  "Nate's turtles", "Melanie's two kids"), and the name that follows it ("… sister Stella",
+  "… husband's name is Michael"). Kids and kid, a dog and dogs are one kind.
+- **Who is in the line**: a kind mentioned in at least :data:`MIN_MENTIONS` statements, or
+  with a name. A single unnamed mention may be everyone's ("Our kids are our future", said
+  of all children, is mined as "Maria's kids are Maria's future": Maria has none). A
+  parent or grandparent only with a name: everyone has them.
+- **Who is not**: a kind any statement tells is gone or past ("… late grandma", "… dog
+  passed away", "… ex-husband", "used to have a dog"); "pets" beside a kind of pet.
+- **Which statements**: the caller's; consolidation gives the active mined statements that
+  open with a speaker, not a pasted text ("Title: The Curb River 1“Rain, rain, go away,”
+  the user's little sister Stella sang.").
+
+Pure and deterministic: the same statements give the same lines, which name the people as
+the statements do, by their kind and name, and nothing else.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from projections.relative_time import DAY_NAME, MONTH_NAME
+
+from ..mining.attributes import ATTRIBUTES
+
+MIN_MENTIONS = 2
+MAX_KINDS = 8         # kinds in one line, the most mentioned first
+
+# the words of a kind: relatives as said, pets by the pet attribute's kinds
+_RELATIVES = {
+    "partner": "partner", "wife": "wife", "husband": "husband", "girlfriend": "girlfriend",
+    "boyfriend": "boyfriend", "fiancé": "fiancé", "fiancée": "fiancé", "fiance": "fiancé",
+    "fiancee": "fiancé", "sister": "sister", "sisters": "sister", "brother": "brother",
+    "brothers": "brother", "son": "son", "sons": "son", "daughter": "daughter",
+    "daughters": "daughter", "kid": "kid", "kids": "kid", "child": "child",
+    "children": "child", "twins": "twin", "grandchildren": "grandchild",
+    "grandkids": "grandchild", "grandson": "grandson", "granddaughter": "granddaughter",
+    "cousin": "cousin", "cousins": "cousin", "aunt": "aunt", "uncle": "uncle",
+    "niece": "niece", "nephew": "nephew", "stepson": "stepson",
+    "stepdaughter": "stepdaughter", "mom": "mother", "mum": "mother", "mother": "mother",
+    "dad": "father", "father": "father", "parents": "parent", "grandma": "grandmother",
+    "grandpa": "grandfather", "grandmother": "grandmother", "grandfather": "grandfather",
+    "grandparents": "grandparent", "pet": "pet", "pets": "pet"}
+_ONLY_NAMED = frozenset({"mother", "father", "parent", "grandmother", "grandfather",
+                         "grandparent"})
+_PETS = {word: kind for attribute in ATTRIBUTES if attribute.key == "pet"
+         for kind, words in attribute.kinds for word in words}
+_PET_KINDS = frozenset(_PETS.values())
+_KINDS = {**_PETS, **_RELATIVES}
+_WORDS = "|".join(sorted(map(re.escape, _KINDS), key=len, reverse=True))
+_NAME = r"(?P<name>[A-Z][a-z]+)\b"
+# a kind's word as the first half of another noun: "the user's dog walker", "… cat sitter",
+# "… sister-in-law" (neither the dog nor the sister is named)
+_COMPOUND = ("walkers?|sitters?|sitting|food|toys?|beds?|park|groomers?|trainers?|treats"
+             "|daycare|shows?|lovers?|owners?|breeders?|shelters?|friendly|people|person")
+_MENTION = re.compile(
+    r"\b(?P<who>(?:[Tt]he user|[A-Z][\w-]*))['’]s\s+"
+    r"(?:(?:new|little|older|younger|big|baby|eldest|oldest|youngest|two|three|four|sweet"
+    r"|adorable|cute|rescue|lovely|beloved|furry|dear|late|pet)\s+)*"
+    rf"(?P<kind>{_WORDS})\b(?!-\w|\s+(?:{_COMPOUND})\b)"
+    rf"(?:(?:['’]s name is|,? (?:who is |whose name is )?(?:named|called)|,)?\s+{_NAME})?")
+# told gone or past, near the mention: no longer the person's
+_GONE = re.compile(r"\b(?:late|died|dies|passed away|passing|lost|funeral|ex|former"
+                   r"|used to have|had to (?:give|get rid)|put down|divorced|broke up)\b",
+                   re.IGNORECASE)
+_NEAR = 40            # characters either side of a mention read for _GONE
+_NOT_A_NAME = re.compile(rf"^(?:{MONTH_NAME}|{DAY_NAME}|The|And|But|Then|When|While|After"
+                         r"|Before|Since|So|Also|Just|Still|Even|I)$")
+FAMILY_LINE = re.compile(r"^(?:The user|[A-Z][\w-]*)['’]s family: ")
+
+
+@dataclass
+class _Kind:
+    forms: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    names: dict[str, None] = field(default_factory=dict)
+    mentions: set[str] = field(default_factory=set)
+    gone: bool = False
+
+
+def family_lines(statements: Iterable[tuple[str, str]], names: frozenset[str]) -> list[str]:
+    """Each speaker's family line (see the module doc), in the order they are first
+    mentioned. ``statements``: (id, text) of the active mined statements; ``names``: the
+    home's speakers' first names, casefolded ("the" for "The user"). The line cites no
+    turn: recall would take the turns it cites as shown, and it tells none of them."""
+    people: dict[str, dict[str, _Kind]] = {}
+    for memory_id, text in statements:
+        for found in _MENTION.finditer(text):
+            who = found["who"]
+            if who.casefold().split()[0] not in names:
+                continue
+            who = "The user" if who.casefold() == "the user" else who
+            word = found["kind"]
+            kind = people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
+            kind.forms[word] += 1
+            kind.mentions.add(memory_id)
+            name = found["name"]
+            if name and name.casefold() not in names and not _NOT_A_NAME.match(name):
+                kind.names[name] = None
+            near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
+            kind.gone = kind.gone or bool(_GONE.search(near))
+    lines = []
+    for who, kinds in people.items():
+        shown = [(key, kind) for key, kind in kinds.items() if not kind.gone and (
+            kind.names or (len(kind.mentions) >= MIN_MENTIONS and key not in _ONLY_NAMED))]
+        if any(key in _PET_KINDS for key, _kind in shown):    # "pets" said of the turtles
+            shown = [(key, kind) for key, kind in shown if key != "pet" or kind.names]
+        shown.sort(key=lambda item: -len(item[1].mentions))
+        shown = shown[:MAX_KINDS]
+        if shown:
+            lines.append(f"{who}'s family: {', '.join(_item(kind) for _key, kind in shown)}.")
+    return lines
+
+
+def _item(kind: _Kind) -> str:
+    """The word said most ("kids", "a turtle"), with an article when singular, and the
+    names said with it: "a sister (Stella)", "kids (Kyle, Sara)"."""
+    word = max(kind.forms, key=lambda w: (kind.forms[w], w))
+    if not (word.endswith("s") or word in ("children", "grandchildren")):
+        word = ("an " if word[0] in "aeiou" else "a ") + word
+    return word + (f" ({', '.join(kind.names)})" if kind.names else "")
