@@ -118,6 +118,40 @@ def test_a_second_hobby_adds_and_only_an_announced_change_replaces(home: Home) -
     assert {"nuts", "shell"} <= set(left)
 
 
+def test_within_one_chunk_a_change_said_later_wins(home: Home) -> None:
+    """A chunk's memories all bear its last turn's time. A value that announces a change
+    is said at its own turn, after the chunk's values said before it: made precise a turn
+    later ("… the violin now"), or a move ("… in York now", over a more confident Leeds).
+    A later value that names no change is no later than the others: the classifier's
+    sureness (here: confidence) decides, as for values said in one turn."""
+    with EventLog(home.events_db) as log:
+        for minute, who, ref, text in (
+                (0, "Tim", "t1", "I recently started learning an instrument."),
+                (1, "Tim", "t2", "I'm learning how to play the violin now."),
+                (2, "Tim", "t3", "I live in Leeds."),
+                (3, "Tim", "t4", "Actually I live in York now."),
+                (4, "Ann", "a1", "I live in Leeds."),
+                (5, "Ann", "a2", "My sister lives in a small flat in York.")):
+            log.append(UserTurn(session="s", text=text, name=who), stream="s",
+                       occurred_at=T0 + minute * dt.timedelta(minutes=1), ref=ref)
+        mined(log, T0 + dt.timedelta(minutes=5),
+              dict(m("inst", "Tim recently started learning an instrument.",
+                     subject="tim|hobby"), refs=["t1"]),
+              dict(m("violin", "Tim is learning how to play the violin now.",
+                     subject="tim|hobby"), refs=["t2"]),
+              dict(m("leeds", "Tim lives in Leeds.", subject="tim|home", confidence=0.9),
+                   refs=["t3"]),
+              dict(m("york", "Tim lives in York now.", subject="tim|home"), refs=["t4"]),
+              dict(m("a-leeds", "Ann lives in Leeds.", subject="ann|home", confidence=0.9),
+                   refs=["a1"]),
+              dict(m("a-york", "Ann lives in a small flat in York.", subject="ann|home"),
+                   refs=["a2"]))
+    assert dream(home, now=T0 + DAY).superseded == 3
+    left = active(home)
+    assert left["violin"].supersedes == ["inst"] and left["york"].supersedes == ["leeds"]
+    assert left["a-leeds"].supersedes == ["a-york"]
+
+
 def test_only_a_statement_of_a_current_value_replaces_one(home: Home) -> None:
     """What MEMORY.md would not show as a value (an intention, a need, a tally so far, one
     happening of a taste) neither replaces a value nor is replaced: the statement of it

@@ -17,7 +17,10 @@ memories at the same time decides the same.
    states_a_value`, the test MEMORY.md applies: "… will check out stores near the new
    place" replaces no home) but different content contradict each other, as far as the
    attribute's ``change`` says (:mod:`workers.mining.attributes`): for one held at a time,
-   among the credible ones (confidence ≥ :data:`CREDIBLE`) the one said last wins, then
+   among the credible ones (confidence ≥ :data:`CREDIBLE`) the one said last wins (a
+   chunk's memories all bear its last turn's time; within it, one that announces a change
+   is said at its turn: "… recently started learning an instrument", then, a turn later,
+   "… is learning how to play the violin now"), then
    the one the attribute classifier reads more surely (only among values said at the
    same time, as in one turn), then the more confident, then by source as above, and the
    others are superseded by it;
@@ -234,11 +237,33 @@ def _merges(memories: list[Memory], groups: _Groups, report: DreamReport) -> tup
 
 
 Sureness = Callable[[list[Memory], str], dict[str, float]]
+Spoken = Callable[[list[Memory]], dict[str, str]]
+
+
+def turn_times(store: ProjectionStore) -> Spoken:
+    """For memories, the time (ISO) of the latest turn each cites, by memory id (none for
+    a memory whose turns are not in the turns projection)."""
+    def spoken(memories: list[Memory]) -> dict[str, str]:
+        refs = sorted({ref for m in memories for ref in m.refs})
+        at: dict[str, str] = {}
+        for start in range(0, len(refs), 400):
+            chunk = refs[start:start + 400]
+            marks = ",".join("?" * len(chunk))
+            for ref, event_id, when in store.db.execute(
+                    f"SELECT ref, event_id, at FROM turns WHERE ref IN ({marks})"
+                    f" OR event_id IN ({marks})", chunk + chunk):
+                at[event_id] = when
+                if ref:
+                    at[ref] = when
+        return {m.id: max(found) for m in memories
+                if (found := [at[ref] for ref in m.refs if ref in at])}
+
+    return spoken
 
 
 def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport,
-               names: frozenset[str] = frozenset(), sureness: Sureness | None = None
-               ) -> tuple[list[NewEvent], set[str]]:
+               names: frozenset[str] = frozenset(), sureness: Sureness | None = None,
+               spoken: Spoken | None = None) -> tuple[list[NewEvent], set[str]]:
     by_subject: dict[str, list[Memory]] = {}
     for memory in memories:
         subject = subject_of(memory)
@@ -249,7 +274,8 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
     for subject, members in sorted(by_subject.items()):
         if len({normal(m.content) for m in members}) < 2:
             continue
-        found = _replaced(subject, members, said, sureness)
+        found = _replaced(subject, members, said, sureness,
+                          spoken(members) if spoken is not None else {})
         if found is None:
             continue
         winner, losers = found
@@ -265,7 +291,8 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
 
 
 def _replaced(subject: str, members: list[Memory], said: dict[str, str],
-              sureness: Sureness | None = None) -> tuple[Memory, list[str]] | None:
+              sureness: Sureness | None = None, spoken: dict[str, str] | None = None
+              ) -> tuple[Memory, list[str]] | None:
     """(the current memory, the ids it replaces) among a subject's memories, by how its
     attribute changes (:func:`workers.mining.attributes.change_of`): one value at a time,
     the one said last wins over all others; several at once, the last that announces a
@@ -273,12 +300,25 @@ def _replaced(subject: str, members: list[Memory], said: dict[str, str],
     at the same time (one turn: nothing was said last) the one the classifier reads as
     that attribute most surely wins (``sureness``: :func:`classifier_sureness`): "I'm
     married, and my husband and I … As for siblings, I have a brother who's recently
-    become a father" is a partner at 0.84 and one at 0.67, and the marriage stays."""
+    become a father" is a partner at 0.84 and one at 0.67, and the marriage stays.
+    When a memory was said: its chunk's time, or a later chunk's where it was said again
+    (``said``, its ``last_seen``); within one chunk, a value that announces a change
+    (:func:`..mining.attributes.announces_change`) is said at its latest cited turn
+    (``spoken``), after the chunk's others said before it — "… started learning an
+    instrument", then "… is learning how to play the violin now" —, while of the others
+    none is later than another: a later turn that names no change ("… has been putting off
+    cleaning their coffee grinder", after "… has been using a French press lately") is
+    more often a look-alike than a new value, and the classifier's sureness decides."""
     change = change_of(subject)
     if change == ADDS:
         return None
-    def when(m: Memory) -> str:
-        return said.get(m.id, said_at(m))
+    spoken = spoken or {}
+
+    def when(m: Memory) -> tuple[str, str]:
+        later = max(said.get(m.id, ""), m.last_seen or "")
+        if later > m.created_at:
+            return later, ""
+        return m.created_at, spoken.get(m.id, "") if announces_change(m.content) else ""
 
     credible = [m for m in members if m.confidence >= CREDIBLE] or members
     if change == ANNOUNCED:
@@ -386,7 +426,7 @@ def dream(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
             remaining = [m for m in memories if m.id not in gone]
             conflicts, superseded = _conflicts(
                 remaining, said, report, speaker_names(store),
-                classifier_sureness(home, store) if embed else None)
+                classifier_sureness(home, store) if embed else None, turn_times(store))
             step(1)
             remaining = [m for m in remaining if m.id not in superseded]
             decay = _fade(log, remaining, said, now, config.dreaming.half_life_days,
