@@ -4,7 +4,9 @@ The file is capped at 12,288 characters: over the cap it is cut at a line bounda
 marker line says so. A ``MemoryForgotten`` drops every line that repeats forgotten content,
 now and in later rewrites. To do that without keeping a copy of the forgotten text, a
 projection keeps only (length, sha256) of its normalised form and compares windows of each
-line against them.
+line against them. A family line, which repeats no statement, goes with a forgotten text
+that names one of its people (:func:`without_family_told`); a later rewrite has it anew
+from what is remembered.
 """
 from __future__ import annotations
 
@@ -33,6 +35,23 @@ Mark = tuple[int, str]
 # intolerant (said 3 May 2026)", "… is moving soon (said 3 May 2026)"; a model rewriting a
 # section may put a full stop after it
 _SINCE = re.compile(r" \((?:since|said) \d{1,2} \w+ \d{4}\)\.?$")
+
+
+# a person's family line (written by consolidation's family module: "- The user's family: a
+# sister (Stella), a cat (Luna)."): a summary of many statements, repeating none of them
+FAMILY_LINE = re.compile(r"^(?:- )?(?:The user|[A-Z][\w-]*)['’]s family: ")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def without_family_told(content: str, texts: Iterable[str]) -> str:
+    """``content`` without the family lines that name a relative, pet or name a forgotten
+    text says (any word of theirs after the colon, as a whole word): a forgotten "My sister
+    Stella is visiting" takes "… a sister (Stella) …" with it; the next consolidation writes
+    the line again from what is still remembered."""
+    told = {w.casefold() for text in texts for w in _WORD.findall(text)}
+    return "".join(line for line in content.splitlines(keepends=True)
+                   if not (FAMILY_LINE.match(line) and told & {
+                       w.casefold() for w in _WORD.findall(line.partition(": ")[2])}))
 
 
 def without_since(line: str) -> str:
@@ -114,7 +133,7 @@ class LongTermProjector(Projector):
 
     name = "long_term"
     handles = frozenset({LongTermRewritten, MemoryForgotten})
-    version = 2
+    version = 3
     marks = ForgetMarks("long_term_forgotten")
 
     def create(self, db: sqlite3.Connection) -> None:
@@ -137,7 +156,8 @@ class LongTermProjector(Projector):
                 current = read_long_term(db)
                 if not marks or not current:
                     return
-                content = without_forgotten(current, marks)
+                content = without_family_told(without_forgotten(current, marks),
+                                              forget_texts(forgotten))
                 db.execute("UPDATE long_term SET content = ? WHERE id = 1", (content,))
                 _keep_refs(db, content)
             case LongTermRewritten() as rewritten:

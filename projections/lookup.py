@@ -2,8 +2,11 @@
 what it is about to forget (and refuse an id that names nothing)."""
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 
+from .long_term import without_since
 from .memories import get_memory
 
 _BY_ID = (
@@ -27,3 +30,40 @@ def texts_named_by(db: sqlite3.Connection, key: str) -> list[str]:
         except sqlite3.OperationalError:  # a projection not built yet has nothing to find
             continue
     return sorted({t for t in texts if t.strip()})
+
+
+MOSTLY = 0.8   # of a MEMORY.md line's words, the share a forgotten memory must say
+
+
+def memory_md_lines_named_by(db: sqlite3.Connection, key: str) -> list[str]:
+    """MEMORY.md's lines (without their "(said …)") that state what ``key`` names: each
+    line cites its memory's turns (``long_term_refs``), and is a cut or a rewording of it
+    ("Sam's sister Ana is coming over on Saturday" of "Sam's sister Ana is coming over on
+    Saturday, so Sam is cleaning the flat."), so no window of it repeats the forgotten
+    text. A turn's event id or ref names every line citing that turn (all that was mined
+    from it is forgotten with it); a memory id, a line citing its turns most of whose
+    words (:data:`MOSTLY`) it says."""
+    turn = db.execute("SELECT event_id, ref FROM turns WHERE event_id = ? OR ref = ?",
+                      (key, key)).fetchone() if _has(db, "turns") else None
+    memory = get_memory(db, key)
+    if (turn is None and memory is None) or not _has(db, "long_term_refs"):
+        return []
+    cited = {r for r in turn if r} if turn is not None else set(memory.refs if memory else ())
+    said = _words(memory.content) if memory is not None and turn is None else set()
+    found = []
+    for line, refs in db.execute("SELECT line, refs FROM long_term_refs"):
+        if not cited & set(json.loads(refs)):
+            continue
+        words = _words(line := without_since(line))
+        if turn is not None or (words and len(words & said) >= MOSTLY * len(words)):
+            found.append(line)
+    return sorted(found)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.casefold()))
+
+
+def _has(db: sqlite3.Connection, table: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() \
+        is not None

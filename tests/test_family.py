@@ -9,13 +9,15 @@ import pytest
 
 from events import EventLog, Home, clock
 from events.transcript import import_file
+from projections import open_store
+from projections.memories import list_memories
 from workers.consolidation.consolidate import consolidate
 from workers.consolidation.family import family_lines
 from workers.dreaming.dream import dream
 from workers.mining.extract import MinerSpec
 from workers.mining.mine import mine
 
-from .conftest import rules, write_transcript
+from .conftest import rules, run, write_transcript
 from .test_distill import night_over
 from .test_mining import turn
 from .test_night import NIGHT, memory
@@ -129,3 +131,34 @@ def test_the_model_rewrites_people_without_the_family_line(home: Home, tmp_path:
     assert family.startswith("- Sam's family: ") and "a sister (Ana)" in family \
         and "a brother (Luis)" in family, people
     assert rewritten == "- Sam's brother Luis is married to Eva", people
+
+
+@pytest.mark.parametrize("by", ["turn ref", "memory id"])
+def test_a_forgotten_relative_leaves_memory_md_at_once(model_home: Home, tmp_path: Path,
+                                                       by: str) -> None:
+    """Forgetting a turn, or the memory mined from it, takes from MEMORY.md at once the
+    line that states it in other words (a cut: "Sam's sister Ana is coming over on
+    Saturday"), and the family line that names Ana (it repeats no statement). Forgetting
+    anything else leaves the family line; the next consolidation writes it again from
+    what is still remembered, and does not bring Ana back."""
+    night_over(model_home, tmp_path, [
+        turn("f/1", "2024-03-01T10:00:00Z", "user", "Sam",
+             "My sister Ana is coming over on Saturday, so I'm cleaning the flat.", "r1"),
+        turn("f/1", "2024-03-01T10:01:00Z", "user", "Sam",
+             "My cat Miso loves the new scratching post.", "r2"),
+        turn("f/2", "2024-03-08T10:00:00Z", "user", "Sam",
+             "I'm training for a half marathon in May.", "r3")])
+    memory_md = model_home.memory_dir / "MEMORY.md"
+    before = memory_md.read_text()
+    assert "- Sam's family: a sister (Ana), a cat (Miso).\n" in before
+    assert "- Sam's sister Ana is coming over on Saturday" in before
+    run("memory", "forget", "r3")
+    assert "- Sam's family: a sister (Ana), a cat (Miso).\n" in memory_md.read_text()
+    with open_store(model_home) as store:
+        [sister] = [m.id for m in list_memories(store.db) if "Ana" in m.content]
+    run("memory", "forget", "r1" if by == "turn ref" else sister)
+    assert "Ana" not in memory_md.read_text() and "family:" not in memory_md.read_text()
+    assert "- Sam's cat Miso loves the new scratching post.\n" in memory_md.read_text()
+    run("consolidate")
+    assert "- Sam's family: a cat (Miso).\n" in memory_md.read_text()
+    assert "Ana" not in memory_md.read_text()

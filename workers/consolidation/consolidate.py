@@ -46,7 +46,7 @@ from events.config import LLMConfig, load_config
 from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE, TOOL_USE
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
-from projections.long_term import CAP, TITLE, read_long_term, without_since
+from projections.long_term import CAP, FAMILY_LINE, TITLE, read_long_term, without_since
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.passages import sentences
 from projections.readable import (
@@ -86,7 +86,7 @@ from ..mining.values import (
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
-from .family import FAMILY_LINE, family_lines
+from .family import family_lines
 from .themes import Said, theme_statements
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording

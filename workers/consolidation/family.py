@@ -78,7 +78,6 @@ _GONE = re.compile(r"\b(?:late|died|dies|passed away|passing|lost|funeral|ex|for
 _NEAR = 40            # characters either side of a mention read for _GONE
 _NOT_A_NAME = re.compile(rf"^(?:{MONTH_NAME}|{DAY_NAME}|The|And|But|Then|When|While|After"
                          r"|Before|Since|So|Also|Just|Still|Even|I)$")
-FAMILY_LINE = re.compile(r"^(?:The user|[A-Z][\w-]*)['’]s family: ")
 
 
 @dataclass

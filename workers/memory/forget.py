@@ -4,7 +4,7 @@ from __future__ import annotations
 from events import EventLog, Home, NotFound, streams
 from events.types import MemoryFlagged, MemoryForgotten
 from projections import open_store
-from projections.lookup import texts_named_by
+from projections.lookup import memory_md_lines_named_by, texts_named_by
 from projections.memories import Memory, get_memory
 from projections.vector_matrix import refresh_vectors
 
@@ -23,6 +23,8 @@ def forget(home: Home, key: str, reason: str = "", *, queue: QueuePort = NO_QUEU
             raise NotFound(f"nothing to forget for {key!r}",
                            hint="Use an id from `diarist memory list`, `diarist recall` or "
                                 "`diarist events`.")
+        # and MEMORY.md's lines that state it in other words (a cut, "Sam" for "I")
+        texts += memory_md_lines_named_by(store.db, key)
         log.append(MemoryForgotten(ids=[key], reason=reason, texts=texts), stream=streams.MEMORY)
         store.catch_up_all()
         refresh_vectors(store)  # zero the forgotten columns of the vector matrix file now
