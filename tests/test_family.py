@@ -25,6 +25,13 @@ from .test_night import NIGHT, memory
 NAMES = frozenset({"the", "melanie", "maria", "john", "caroline", "nate"})
 
 
+def sams(*texts: str) -> list[dict]:
+    """Sam's turns r1, r2 … : the first two in one session on 1 March 2024, the third in a
+    second a week later."""
+    return [turn(f"f/{1 + (i >= 2)}", f"2024-03-0{1 if i < 2 else 8}T10:0{i}:00Z", "user",
+                 "Sam", text, f"r{i + 1}") for i, text in enumerate(texts)]
+
+
 def lines(*texts: str) -> list[str]:
     return family_lines(((str(i), text) for i, text in enumerate(texts)), NAMES)
 
@@ -83,13 +90,10 @@ def test_a_night_writes_the_family_anew_and_keeps_the_model_away_from_it(
         model_home: Home, tmp_path: Path) -> None:
     """Through the whole night (import, mine, dream, consolidate): the family line opens
     People; a second night over more turns rewrites it rather than adding a second one."""
-    first = night_over(model_home, tmp_path, [
-        turn("f/1", "2024-03-01T10:00:00Z", "user", "Sam",
-             "My sister Ana is coming over on Saturday, so I'm cleaning the flat.", "r1"),
-        turn("f/1", "2024-03-01T10:01:00Z", "user", "Sam",
-             "My kids are so excited about the beach trip.", "r2"),
-        turn("f/2", "2024-03-08T10:00:00Z", "user", "Sam",
-             "My kids loved the aquarium more than the beach.", "r3")])
+    first = night_over(model_home, tmp_path, sams(
+        "My sister Ana is coming over on Saturday, so I'm cleaning the flat.",
+        "My kids are so excited about the beach trip.",
+        "My kids loved the aquarium more than the beach."))
     people = first.partition("## People\n")[2]
     assert people.startswith("- Sam's family: kids, a sister (Ana).\n"), first
     second = night_over(model_home, tmp_path, [
@@ -141,13 +145,10 @@ def test_a_forgotten_relative_leaves_memory_md_at_once(model_home: Home, tmp_pat
     Saturday"), and the family line that names Ana (it repeats no statement). Forgetting
     anything else leaves the family line; the next consolidation writes it again from
     what is still remembered, and does not bring Ana back."""
-    night_over(model_home, tmp_path, [
-        turn("f/1", "2024-03-01T10:00:00Z", "user", "Sam",
-             "My sister Ana is coming over on Saturday, so I'm cleaning the flat.", "r1"),
-        turn("f/1", "2024-03-01T10:01:00Z", "user", "Sam",
-             "My cat Miso loves the new scratching post.", "r2"),
-        turn("f/2", "2024-03-08T10:00:00Z", "user", "Sam",
-             "I'm training for a half marathon in May.", "r3")])
+    night_over(model_home, tmp_path, sams(
+        "My sister Ana is coming over on Saturday, so I'm cleaning the flat.",
+        "My cat Miso loves the new scratching post.",
+        "I'm training for a half marathon in May."))
     memory_md = model_home.memory_dir / "MEMORY.md"
     before = memory_md.read_text()
     assert "- Sam's family: a sister (Ana), a cat (Miso).\n" in before
