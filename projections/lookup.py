@@ -8,6 +8,7 @@ import sqlite3
 
 from .long_term import without_since
 from .memories import get_memory
+from .turns import cited_turns
 
 _BY_ID = (
     ("SELECT content FROM journal_entries WHERE id = ?", 1),
@@ -43,12 +44,12 @@ def memory_md_lines_named_by(db: sqlite3.Connection, key: str) -> list[str]:
     text. A turn's event id or ref names every line citing that turn (all that was mined
     from it is forgotten with it); a memory id, a line citing its turns most of whose
     words (:data:`MOSTLY`) it says."""
-    turn = db.execute("SELECT event_id, ref FROM turns WHERE event_id = ? OR ref = ?",
-                      (key, key)).fetchone() if _has(db, "turns") else None
+    turn = cited_turns(db, [key]).get(key) if _has(db, "turns") else None
     memory = get_memory(db, key)
     if (turn is None and memory is None) or not _has(db, "long_term_refs"):
         return []
-    cited = {r for r in turn if r} if turn is not None else set(memory.refs if memory else ())
+    cited = {r for r in (turn.event_id, turn.ref) if r} if turn is not None \
+        else set(memory.refs if memory else ())
     said = _words(memory.content) if memory is not None and turn is None else set()
     found = []
     for line, refs in db.execute("SELECT line, refs FROM long_term_refs"):

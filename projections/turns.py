@@ -89,7 +89,8 @@ class TurnsProjector(Projector):
 
 
 @dataclass(frozen=True)
-class TurnHit:
+class Turn:
+    """A row of the turns projection."""
     seq: int
     event_id: str
     session: str
@@ -98,6 +99,10 @@ class TurnHit:
     text: str
     at: str
     ref: str | None
+
+
+@dataclass(frozen=True)
+class TurnHit(Turn):
     score: float
 
 
@@ -147,4 +152,22 @@ def speakers_starting(db: sqlite3.Connection, prefix: str, limit: int = 8) -> li
             bound, op = row[0], ">"
     except sqlite3.OperationalError:  # the projection does not exist yet
         return []
+    return found
+
+
+def cited_turns(db: sqlite3.Connection, refs: Iterable[str]) -> dict[str, Turn]:
+    """The turns ``refs`` name (each a turn's ref or event id), by that name; 400 names a
+    query, within SQLite's bound on parameters."""
+    wanted = sorted(set(refs))
+    found: dict[str, Turn] = {}
+    for start in range(0, len(wanted), 400):
+        chunk = wanted[start:start + 400]
+        marks = ",".join("?" * len(chunk))
+        for row in db.execute("SELECT seq, event_id, session, role, name, text, at, ref"
+                              f" FROM turns WHERE ref IN ({marks}) OR event_id IN ({marks})",
+                              chunk + chunk):
+            turn = Turn(*row)
+            for key in (turn.ref, turn.event_id):
+                if key in chunk:
+                    found.setdefault(key, turn)
     return found

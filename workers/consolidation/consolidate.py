@@ -65,6 +65,7 @@ from projections.readable import (
 from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
+from projections.turns import cited_turns
 from projections.when import from_said, last_day, periods, yearly
 
 from ..dreaming.dream import CONFLICT, log_now, said_at
@@ -316,20 +317,12 @@ def offers(store: ProjectionStore, memories: Iterable[Memory]) -> Callable[[Memo
     read of the turns for all of them."""
     cited = {m.id: m.refs[0] for m in memories
              if m.source not in NOT_MINED and m.refs and _LIKED.search(m.content)}
-    refs = sorted(set(cited.values()))
     found: dict[str, str] = {}
-    for at in range(0, len(refs), 400):
-        chunk = refs[at:at + 400]
-        marks = ",".join("?" * len(chunk))
-        for seq, session, name, ref, event_id in store.db.execute(
-                "SELECT seq, session, name, ref, event_id FROM turns"
-                f" WHERE ref IN ({marks}) OR event_id IN ({marks})", chunk + chunk).fetchall():
-            before = store.db.execute("SELECT text FROM turns WHERE session = ? AND seq < ?"
-                                      " AND name <> ? ORDER BY seq DESC LIMIT 1",
-                                      (session, seq, name)).fetchone()
-            for key in (ref, event_id):
-                if key in chunk and key not in found:
-                    found[key] = before[0] if before else ""
+    for key, turn in cited_turns(store.db, cited.values()).items():
+        before = store.db.execute("SELECT text FROM turns WHERE session = ? AND seq < ?"
+                                  " AND name <> ? ORDER BY seq DESC LIMIT 1",
+                                  (turn.session, turn.seq, turn.name)).fetchone()
+        found[key] = before[0] if before else ""
     return lambda memory: found.get(cited.get(memory.id, ""), "")
 
 

@@ -68,6 +68,7 @@ from events.types import (
 from projections import ProjectionStore, open_store
 from projections.memories import Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
+from projections.turns import cited_turns
 
 from ..mining.attributes import (
     ADDS,
@@ -244,19 +245,9 @@ def turn_times(store: ProjectionStore) -> Spoken:
     """For memories, the time (ISO) of the latest turn each cites, by memory id (none for
     a memory whose turns are not in the turns projection)."""
     def spoken(memories: list[Memory]) -> dict[str, str]:
-        refs = sorted({ref for m in memories for ref in m.refs})
-        at: dict[str, str] = {}
-        for start in range(0, len(refs), 400):
-            chunk = refs[start:start + 400]
-            marks = ",".join("?" * len(chunk))
-            for ref, event_id, when in store.db.execute(
-                    f"SELECT ref, event_id, at FROM turns WHERE ref IN ({marks})"
-                    f" OR event_id IN ({marks})", chunk + chunk):
-                at[event_id] = when
-                if ref:
-                    at[ref] = when
+        turns = cited_turns(store.db, (ref for m in memories for ref in m.refs))
         return {m.id: max(found) for m in memories
-                if (found := [at[ref] for ref in m.refs if ref in at])}
+                if (found := [turns[ref].at for ref in m.refs if ref in turns])}
 
     return spoken
 
