@@ -44,27 +44,27 @@ def memory_md_lines_named_by(db: sqlite3.Connection, key: str) -> list[str]:
     text. A turn's event id or ref names every line citing that turn (all that was mined
     from it is forgotten with it); a memory id, a line citing its turns most of whose
     words (:data:`MOSTLY`) it says."""
-    turn = cited_turns(db, [key]).get(key) if _has(db, "turns") else None
-    memory = get_memory(db, key)
-    if (turn is None and memory is None) or not _has(db, "long_term_refs"):
+    try:
+        turn = cited_turns(db, [key]).get(key)
+        memory = get_memory(db, key)
+        stated = db.execute("SELECT line, refs FROM long_term_refs").fetchall()
+    except sqlite3.OperationalError:  # a projection not built yet has nothing to find
         return []
-    cited = {r for r in (turn.event_id, turn.ref) if r} if turn is not None \
-        else set(memory.refs if memory else ())
-    said = _words(memory.content) if memory is not None and turn is None else set()
+    if turn is not None:
+        cited, said = {r for r in (turn.event_id, turn.ref) if r}, None
+    elif memory is not None:
+        cited, said = set(memory.refs), _words(memory.content)
+    else:
+        return []
     found = []
-    for line, refs in db.execute("SELECT line, refs FROM long_term_refs"):
+    for line, refs in stated:
         if not cited & set(json.loads(refs)):
             continue
         words = _words(line := without_since(line))
-        if turn is not None or (words and len(words & said) >= MOSTLY * len(words)):
+        if said is None or (words and len(words & said) >= MOSTLY * len(words)):
             found.append(line)
     return sorted(found)
 
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.casefold()))
-
-
-def _has(db: sqlite3.Connection, table: str) -> bool:
-    return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() \
-        is not None

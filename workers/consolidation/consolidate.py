@@ -242,7 +242,7 @@ def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
     return PREFERENCE.section
 
 
-def value_section(subject: str, line: str = "") -> str:
+def value_section(subject: str, line: str) -> str:
     """The section of a current value, by its subject key ("who|label"): a taste
     (:func:`..mining.attributes.is_taste`: a favourite drink, a hobby, "prefers …") is a
     preference; a pet or a partner is one of the person's people, unless its ``line`` is
