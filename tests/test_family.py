@@ -163,3 +163,20 @@ def test_a_forgotten_relative_leaves_memory_md_at_once(model_home: Home, tmp_pat
     run("consolidate")
     assert "- Sam's family: a cat (Miso).\n" in memory_md.read_text()
     assert "Ana" not in memory_md.read_text()
+
+
+@pytest.mark.parametrize("again", [False, True])
+def test_a_relative_said_once_unnamed_is_no_people_line(model_home: Home, tmp_path: Path,
+                                                        again: bool) -> None:
+    """"Our kids are our future" is mined as Sam's kids, yet may be said of all children:
+    as the family line leaves such kids out, People leaves the line out too (its journal
+    keeps it). Said of kids Sam mentions again, it is Sam's, and joins."""
+    said = ["Our kids are our future, they deserve the best.",
+            "My sister Ana is a nurse in Porto."]
+    if again:
+        said.append("My kids loved the aquarium more than the beach.")
+    people = night_over(model_home, tmp_path, sams(*said)).partition("## People\n")[2]
+    assert "- Sam's sister Ana is a nurse in Porto.\n" in people, people
+    assert ("- Sam's kids are Sam's future" in people) is again, people
+    assert people.startswith("- Sam's family: kids, a sister (Ana).\n" if again
+                             else "- Sam's family: a sister (Ana).\n"), people

@@ -87,7 +87,7 @@ from ..mining.values import (
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
-from .family import family_lines
+from .family import Family
 from .themes import Said, theme_statements
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording
@@ -128,13 +128,14 @@ _HELD_FOR = re.compile(
 
 def section_for(memory: Memory, names: frozenset[str] = frozenset(),
                 offered: Callable[[Memory], str] | None = None,
-                today: dt.date | None = None, phase_days: float = PHASE_DAYS) -> str | None:
+                today: dt.date | None = None, phase_days: float = PHASE_DAYS, *,
+                unattested: Callable[[str], bool] | None = None) -> str | None:
     """The section a memory joins (:func:`_section_for`), or None — also when a mined
     preference says a passing phase (:func:`phase_over`: "Nate is currently participating
     in the video game tournament again"), or any mined line what is about to happen
     (:data:`IMPENDING`: "… rehearsing hard for an upcoming show"), last said more than
     ``phase_days`` (the fading half-life, ``dreaming.half_life_days``) before ``today``."""
-    section = _section_for(memory, names, offered, today)
+    section = _section_for(memory, names, offered, today, unattested)
     if section is None or today is None or memory.source in NOT_MINED:
         return section
     if phase_over(memory, today, phase_days, IMPENDING) or (
@@ -163,7 +164,8 @@ MIN_LINE_WORDS = 2   # content words a mined line says at least ("Tim loves trav
 
 def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
                  offered: Callable[[Memory], str] | None = None,
-                 today: dt.date | None = None) -> str | None:
+                 today: dt.date | None = None,
+                 unattested: Callable[[str], bool] | None = None) -> str | None:
     """The section a memory joins, or None when it is not for MEMORY.md: a mined
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
@@ -184,7 +186,10 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     before a memory's, by someone else) or thanks for it, nor a plan — nor any line but a
     value's of a day still to come when said (:func:`_to_come`: "… is starting at the
     new school on Monday") — whose day is gone by ``today`` (the log's own time: its journal
-    keeps it, MEMORY.md says what is current)."""
+    keeps it, MEMORY.md says what is current). Nor does a statement about a relative the
+    person's family line leaves out as maybe everyone's (``unattested``:
+    :meth:`.family.Family.unattested`: "Maria's kids are Maria's future", from "Our kids
+    are our future")."""
     mined = memory.source not in NOT_MINED
     if mined and (not self_contained(memory.content, mined=True)
                   or points_out(line := statement_of(memory))
@@ -211,7 +216,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if _LIKES.match(text):
         return PREFERENCE.section
     if _KIN.match(text) and not _PASSING.match(text):
-        return PEOPLE
+        return None if unattested is not None and unattested(text) else PEOPLE
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS      # its when in what the line shows, not a later sentence or clause
     return None
@@ -633,7 +638,8 @@ def _new_entries(store: ProjectionStore, after: int) -> list[tuple[int, str, str
 
 def _stale(names: frozenset[str], active: list[Memory], inactive: list[Memory],
            offered: Callable[[Memory], str], today: dt.date | None,
-           phase_days: float = PHASE_DAYS) -> set[str]:
+           phase_days: float = PHASE_DAYS,
+           unattested: Callable[[str], bool] | None = None) -> set[str]:
     """What ``inactive`` (superseded and archived) memories said, unless an active one
     says it too (a merged duplicate says what its keeper says); and what an active memory
     says that no longer joins MEMORY.md (:func:`section_for`: a line written before a rule
@@ -644,14 +650,16 @@ def _stale(names: frozenset[str], active: list[Memory], inactive: list[Memory],
 
     gone = lines(inactive) - lines(active)
     left_out = {m.id for m in active
-                if section_for(m, names, offered, today, phase_days) is None}
+                if section_for(m, names, offered, today, phase_days,
+                               unattested=unattested) is None}
     return gone | (lines(m for m in active if m.id in left_out)
                    - lines(m for m in active if m.id not in left_out))
 
 
 def theme_lines(active: list[Memory], names: frozenset[str],
                 offered: Callable[[Memory], str], today: dt.date | None,
-                phase_days: float = PHASE_DAYS) -> list[str]:
+                phase_days: float = PHASE_DAYS,
+                unattested: Callable[[str], bool] | None = None) -> list[str]:
     """The lines of the Themes section: what each speaker keeps coming back to
     (:mod:`.themes`), from the active mined statements that open with a speaker (not their
     possessive), join no other section, read as a lasting line (:func:`_lasting`) and are
@@ -668,7 +676,7 @@ def theme_lines(active: list[Memory], names: frozenset[str],
     def allowed(s: Said) -> bool:     # not "John's teammates come from all over"
         memory = by_id[s.id]
         return not _POSSESSIVE.match(s.line) and _lasting(memory, names) and section_for(
-            memory, names, offered, today, phase_days) is None \
+            memory, names, offered, today, phase_days, unattested=unattested) is None \
             and not (today is not None
                      and phase_over(memory, today, phase_days, _PASSING_OR_IMPENDING))
 
@@ -782,7 +790,9 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     active = list_memories(store.db)
     offered = offers(store, active)
     inactive = list_memories(store.db, None, ("superseded", "archived"))
-    stale = _stale(names, active, inactive, offered, today, phase_days)
+    family = Family(((m.id, m.content) for m in active if m.source not in NOT_MINED
+                     and first_word(without_discourse(m.content)) in names), names)
+    stale = _stale(names, active, inactive, offered, today, phase_days, family.unattested)
     changed: set[str] = set()
     themes = sections.pop(THEMES, Section(THEMES))      # written anew below
     for section in sections.values():
@@ -806,7 +816,8 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         memory = get_memory(store.db, entry_id)
         if memory is not None and memory.status != "active":
             continue
-        title = section_for(memory, names, offered, today, phase_days) if memory else NOTES
+        title = section_for(memory, names, offered, today, phase_days,
+                            unattested=family.unattested) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
         line = bullet_of(memory, names, memory.id in replacing) if memory else text
@@ -816,23 +827,21 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         said.update({normal(text), normal(bare(line))})
         changed.add(title)
         report.added += 1
-    lines = [line for line in theme_lines(active, names, offered, today, phase_days)
+    lines = [line for line in theme_lines(active, names, offered, today, phase_days,
+                                          family.unattested)
              if normal(bare(line)) not in said]
     if lines != themes.bullets:
         changed.add(THEMES)
     if lines or themes.other:
         sections[THEMES] = Section(THEMES, lines, themes.other)
-    _write_families(sections, active, names, changed)
+    _write_families(sections, family, changed)
     return head, _ordered(sections), changed, stated
 
 
-def _write_families(sections: dict[str, Section], active: list[Memory],
-                    names: frozenset[str], changed: set[str]) -> None:
-    """People's first lines written anew (:mod:`.family`) from the active mined statements
-    that open with a speaker (not a pasted text)."""
-    lines = [scrub(line) for line in family_lines(
-        ((m.id, m.content) for m in active if m.source not in NOT_MINED
-         and first_word(without_discourse(m.content)) in names), names)]
+def _write_families(sections: dict[str, Section], family: Family, changed: set[str]) -> None:
+    """People's first lines written anew (:mod:`.family`): ``family`` is read from the
+    active mined statements that open with a speaker (not a pasted text)."""
+    lines = [scrub(line) for line in family.lines()]
     people = sections.get(PEOPLE, Section(PEOPLE))
     others = [b for b in people.bullets if not FAMILY_LINE.match(b)]
     if lines + others != people.bullets:

@@ -88,38 +88,77 @@ class _Kind:
     gone: bool = False
 
 
+class Family:
+    """The kin and pets each speaker's statements mention (see the module doc)."""
+
+    def __init__(self, statements: Iterable[tuple[str, str]], names: frozenset[str]) -> None:
+        """``statements``: (id, text) of the active mined statements; ``names``: the home's
+        speakers' first names, casefolded ("the" for "The user")."""
+        self.names = names
+        self.people: dict[str, dict[str, _Kind]] = {}
+        for memory_id, text in statements:
+            for found in _MENTION.finditer(text):
+                who = self._who(found)
+                if who is None:
+                    continue
+                word = found["kind"]
+                kind = self.people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
+                kind.forms[word] += 1
+                kind.mentions.add(memory_id)
+                name = found["name"]
+                if name and name.casefold() not in names and not _NOT_A_NAME.match(name):
+                    kind.names[name] = None
+                near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
+                kind.gone = kind.gone or bool(_GONE.search(near))
+
+    def _who(self, found: re.Match[str]) -> str | None:
+        """The speaker a mention's possessive names, or None for anyone else."""
+        who = found["who"]
+        if who.casefold().split()[0] not in self.names:
+            return None
+        return "The user" if who.casefold() == "the user" else who
+
+    def lines(self) -> list[str]:
+        """Each speaker's family line, in the order they are first mentioned. A line cites
+        no turn: recall would take the turns it cites as shown, and it tells none of
+        them."""
+        lines = []
+        for who, kinds in self.people.items():
+            shown = [(key, kind) for key, kind in kinds.items() if _shown(key, kind)]
+            if any(key in _PET_KINDS for key, _kind in shown):  # "pets" said of the turtles
+                shown = [(key, kind) for key, kind in shown if key != "pet" or kind.names]
+            shown.sort(key=lambda item: -len(item[1].mentions))
+            shown = shown[:MAX_KINDS]
+            if shown:
+                lines.append(f"{who}'s family: "
+                             f"{', '.join(_item(kind) for _key, kind in shown)}.")
+        return lines
+
+    def unattested(self, statement: str) -> bool:
+        """Whether ``statement`` opens with a relative of its speaker whom the family line
+        leaves out as maybe everyone's: no pet, parent nor one told gone, but a kind this
+        statement alone mentions, unnamed ("Maria's kids are Maria's future", from "Our
+        kids are our future"). It says nothing of the person's people either."""
+        found = _MENTION.match(statement)
+        who = self._who(found) if found else None
+        if found is None or who is None:
+            return False
+        key = _KINDS[found["kind"]]
+        kind = self.people.get(who, {}).get(key)
+        return kind is not None and key not in _PET_KINDS and key != "pet" \
+            and key not in _ONLY_NAMED and not kind.gone and not _shown(key, kind)
+
+
+def _shown(key: str, kind: _Kind) -> bool:
+    """Whether a kind is in its person's family line: named, or mentioned in
+    :data:`MIN_MENTIONS` statements (a parent or grandparent only named), and not gone."""
+    return not kind.gone and (bool(kind.names) or (len(kind.mentions) >= MIN_MENTIONS
+                                                   and key not in _ONLY_NAMED))
+
+
 def family_lines(statements: Iterable[tuple[str, str]], names: frozenset[str]) -> list[str]:
-    """Each speaker's family line (see the module doc), in the order they are first
-    mentioned. ``statements``: (id, text) of the active mined statements; ``names``: the
-    home's speakers' first names, casefolded ("the" for "The user"). The line cites no
-    turn: recall would take the turns it cites as shown, and it tells none of them."""
-    people: dict[str, dict[str, _Kind]] = {}
-    for memory_id, text in statements:
-        for found in _MENTION.finditer(text):
-            who = found["who"]
-            if who.casefold().split()[0] not in names:
-                continue
-            who = "The user" if who.casefold() == "the user" else who
-            word = found["kind"]
-            kind = people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
-            kind.forms[word] += 1
-            kind.mentions.add(memory_id)
-            name = found["name"]
-            if name and name.casefold() not in names and not _NOT_A_NAME.match(name):
-                kind.names[name] = None
-            near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
-            kind.gone = kind.gone or bool(_GONE.search(near))
-    lines = []
-    for who, kinds in people.items():
-        shown = [(key, kind) for key, kind in kinds.items() if not kind.gone and (
-            kind.names or (len(kind.mentions) >= MIN_MENTIONS and key not in _ONLY_NAMED))]
-        if any(key in _PET_KINDS for key, _kind in shown):    # "pets" said of the turtles
-            shown = [(key, kind) for key, kind in shown if key != "pet" or kind.names]
-        shown.sort(key=lambda item: -len(item[1].mentions))
-        shown = shown[:MAX_KINDS]
-        if shown:
-            lines.append(f"{who}'s family: {', '.join(_item(kind) for _key, kind in shown)}.")
-    return lines
+    """Each speaker's family line (:meth:`Family.lines`)."""
+    return Family(statements, names).lines()
 
 
 def _item(kind: _Kind) -> str:
