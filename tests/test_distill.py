@@ -465,6 +465,10 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("It's like a reminder of Caroline's love and support.", None),   # not about a person
     ("Melanie's kids are named Ava and Leo.", "People"),
     ("Melanie has two kids and a dog.", "People"),
+    # every relative the family line knows (mining.kin), in any of its forms
+    ("The user's stepson Leo is a chef.", "People"),
+    ("The user's grandkids live in Leeds.", "People"),
+    ("The user's sisters both live abroad.", "People"),
     # what someone close feels, ought to or will do passes: no relationship line
     ("Melanie's kids are so excited about summer break.", None),
     ("Maria's kids should have the best.", None),

@@ -73,6 +73,7 @@ from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
 from ..mining.extract import MinerSpec, backend_for
+from ..mining.kin import KIN_WORDS
 from ..mining.statements import CAPTION, is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (
@@ -380,13 +381,9 @@ _LIKES = re.compile(WHO + rf"(?!.*{SO_FAR.pattern})"
                     r"|(?:the )?[A-Z])))"
                     r"|(?:is (?:a (?:big |huge )?fan of|allergic|vegetarian|vegan|into)"
                     r"|favou?rite)\b)")
-_KIN = re.compile(WHO + r"(?:(?:partner|wife|husband|girlfriend|boyfriend|fiancée?|sister"
-                  r"|brother|mother|father|mom|mum|dad|son|daughter|kids|children|grandma"
-                  r"|grandpa|grandmother|grandfather|best friend|cousin|aunt|uncle|niece"
-                  r"|nephew|dog|cat|pet|puppy|kitten)\b|(?:has|got) (?:a|an|two|three|four"
-                  r"|five|\d+) (?:\w+ )?(?:kids?|children|sons?|daughters?|sisters?|brothers?"
-                  r"|grandchildren|dogs?|cats?|pets?)\b|is (?:married|engaged|dating|divorced)"
-                  r"|(?:named|called) )")
+_KIN = re.compile(WHO + rf"(?:(?:{KIN_WORDS}|best friend)\b|(?:has|got) (?:a|an|two|three"
+                  rf"|four|five|\d+) (?:\w+ )?(?:{KIN_WORDS})\b"
+                  r"|is (?:married|engaged|dating|divorced)|(?:named|called) )")
 # what someone close feels, ought to or will do, rather than who they are to the person
 # ("Melanie's kids are so excited about summer break", "… kids should have the best", "…
 # brother Michael is going to Japan soon"): it passes. A plan the person shares ("The

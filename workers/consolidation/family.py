@@ -34,32 +34,21 @@ from dataclasses import dataclass, field
 from projections.relative_time import DAY_NAME, MONTH_NAME
 
 from ..mining.attributes import ATTRIBUTES
+from ..mining.kin import RELATIVES, alternation
 
 MIN_MENTIONS = 2
 MAX_KINDS = 8         # kinds in one line, the most mentioned first
 
-# the words of a kind: relatives as said, pets by the pet attribute's kinds
-_RELATIVES = {
-    "partner": "partner", "wife": "wife", "husband": "husband", "girlfriend": "girlfriend",
-    "boyfriend": "boyfriend", "fiancé": "fiancé", "fiancée": "fiancé", "fiance": "fiancé",
-    "fiancee": "fiancé", "sister": "sister", "sisters": "sister", "brother": "brother",
-    "brothers": "brother", "son": "son", "sons": "son", "daughter": "daughter",
-    "daughters": "daughter", "kid": "kid", "kids": "kid", "child": "child",
-    "children": "child", "twins": "twin", "grandchildren": "grandchild",
-    "grandkids": "grandchild", "grandson": "grandson", "granddaughter": "granddaughter",
-    "cousin": "cousin", "cousins": "cousin", "aunt": "aunt", "uncle": "uncle",
-    "niece": "niece", "nephew": "nephew", "stepson": "stepson",
-    "stepdaughter": "stepdaughter", "mom": "mother", "mum": "mother", "mother": "mother",
-    "dad": "father", "father": "father", "parents": "parent", "grandma": "grandmother",
-    "grandpa": "grandfather", "grandmother": "grandmother", "grandfather": "grandfather",
-    "grandparents": "grandparent", "pet": "pet", "pets": "pet"}
+# the words of a kind: relatives as said (:data:`..mining.kin.RELATIVES`), pets by the pet
+# attribute's kinds
+_RELATIVES = {**RELATIVES, "pet": "pet", "pets": "pet"}
 _ONLY_NAMED = frozenset({"mother", "father", "parent", "grandmother", "grandfather",
                          "grandparent"})
 _PETS = {word: kind for attribute in ATTRIBUTES if attribute.key == "pet"
          for kind, words in attribute.kinds for word in words}
 _PET_KINDS = frozenset(_PETS.values())
 _KINDS = {**_PETS, **_RELATIVES}
-_WORDS = "|".join(sorted(map(re.escape, _KINDS), key=len, reverse=True))
+_WORDS = alternation(_KINDS)
 _NAME = r"(?P<name>[A-Z][a-z]+)\b"
 # a kind's word as the first half of another noun: "the user's dog walker", "… cat sitter",
 # "… sister-in-law" (neither the dog nor the sister is named)

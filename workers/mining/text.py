@@ -24,6 +24,8 @@ import re
 
 from projections.fts import STOPWORDS
 
+from .kin import KIN_WORDS
+
 NEAR_DUPLICATE_COSINE = 0.90
 GENERIC_SPEAKERS = frozenset({"", "user", "assistant", "system", "you", "me"})
 
@@ -128,10 +130,7 @@ def near_duplicate(a: str, b: str, cosine: float) -> bool:
 # consolidation files them under MEMORY.md's sections).
 PREFERENCE = re.compile(r"\b(?:prefers?|favou?rite|likes?|loves?|enjoys?|hates?|dislikes?"
                         r"|allergic|vegetarian|vegan|can't stand)\b", re.IGNORECASE)
-RELATIONSHIP = re.compile(
-    r"\b(?:partner|wife|husband|girlfriend|boyfriend|married|sister|brother|mother|father"
-    r"|mom|mum|dad|son|daughter|kids?|children|grandma|grandpa|friend|cousin|aunt|uncle"
-    r"|niece|nephew|dog|cat|pet|puppy|kitten)\b", re.IGNORECASE)
+RELATIONSHIP = re.compile(rf"\b(?:married|friend|{KIN_WORDS})\b", re.IGNORECASE)
 PLAN = re.compile(r"\b(?:will|plans?|planning|going to|gonna|intends?|hopes? to|wants? to"
                   r"|next|upcoming|tomorrow|deadline|due)\b", re.IGNORECASE)
 NAMING = re.compile(r"\b(?:name is|named|called|born|birthday)\b", re.IGNORECASE)
