@@ -16,6 +16,9 @@ undertook upheld withdrew""".split())
 SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())
 _STATE_PAST = frozenset("""named called married interested excited based used tired engaged
 retired obsessed scared allergic divorced adopted located""".split())
+# "-eed" past tenses, which is_past leaves out with "need", "speed", "succeed": a sentence
+# that opens with one is mostly a reply ("Agreed, Mel."), not a verb whose "I" went unsaid
+PAST_IN_EED = frozenset("agreed disagreed freed guaranteed decreed refereed".split())
 # a word before which an "-ed" word is an adjective, no verb ("loves drinking iced coffee",
 # "bought a used car", "the user's mixed feelings")
 _BEFORE_ADJECTIVE = frozenset("a an the my his her their our your its some".split())

@@ -312,6 +312,12 @@ def test_an_opening_address_is_no_subject() -> None:
         "Rex, Melanie's dog, is ill."]
 
 
+def test_a_past_in_eed_is_said_of_the_speaker() -> None:
+    """"I agreed" is "Melanie agreed", not "Melanie agreeds"."""
+    assert [s.text for s in statements(turn("I agreed to lead the book club."))] == [
+        "Melanie agreed to lead the book club."]
+
+
 def test_an_interjection_before_a_dash_or_colon_is_no_part_of_the_statement() -> None:
     """"Guess what - I got a puppy" is "Melanie got a puppy"; "Guess what I do now: chess"
     has no separator and stays as said (its "what" is the object)."""
@@ -327,6 +333,14 @@ def test_an_interjection_before_a_dash_or_colon_is_no_part_of_the_statement() ->
     ("The user also loves drinking iced coffee.", False),       # an adjective, no verb
     ("Maya loves the mixed berry tart.", False),
     ("The user has worked as a nurse for years.", False),       # a state: the perfect
+    ("The user agreed to lead the book club.", True),           # past, though "-eed"
+    ("The user needs a break from work.", False),
+    # a long subject: its verb may come past the sixth word
+    ("The user's parents and brother unanimously agreed: the user had the Midas touch.",
+     True),
+    ("The user's older sister and brother finally moved to Leeds.", True),
+    ("The user's parents and brother all live in Leeds now.", False),
+    ("The user likes the idea of roasted chickpeas.", False),   # "likes" ends the subject
 ])
 def test_an_event_is_told_in_the_past_tense_of_its_first_verb(statement: str,
                                                                event: bool) -> None:

@@ -39,9 +39,10 @@ from events import clock
 from projections.passages import sentences as split_sentences
 from projections.readable import TITLES
 from projections.relative_time import MONTH_NAME, resolve
-from projections.tense import IRREGULAR_PAST, SAME_AS_BASE, is_past
+from projections.tense import IRREGULAR_PAST, PAST_IN_EED, SAME_AS_BASE, is_past
 
 from .chunks import Turn
+from .kin import PETS, RELATIVES
 from .text import GENERIC_SPEAKERS, content_words, folded
 
 MIN_CONTENT_WORDS = 2
@@ -244,7 +245,7 @@ def _third_singular(verb: str) -> str:
         return _BE[low]
     if low in _KEEP or low in IRREGULAR_PAST or low.endswith("n't") \
             or (low.endswith("ing") and low not in _ING_VERBS) \
-            or (low.endswith("ed") and not low.endswith("eed")):
+            or (low.endswith("ed") and not low.endswith("eed")) or low in PAST_IN_EED:
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
@@ -458,6 +459,16 @@ _NOT_AFTER_I = frozenset("me us myself ourselves".split())
 
 
 _DATED = re.compile(rf"\b\d{{1,2}} {MONTH_NAME} \d{{4}}\b|\bin (?:19|20)\d{{2}}\b")
+_LOOK = 6             # words is_event reads for the first verb, more in a long subject
+_IN_A_SUBJECT = frozenset([*RELATIVES, *PETS, *"""the a an and or both user best friend friends
+new little older younger""".split()])
+
+
+def _of_a_subject(word: str) -> bool:
+    """Whether ``word`` (as said) can be part of a statement's subject: an article,
+    "and", a relative, a possessive, a name, or an adverb in "-ly" before its verb."""
+    low = word.casefold()
+    return low in _IN_A_SUBJECT or low.endswith(("'s", "ly")) or word[:1].isupper()
 _PERFECT = frozenset("has have had is are 's been".split())
 
 
@@ -465,13 +476,18 @@ def is_event(statement: str) -> bool:
     """Whether a statement tells of something that happened (a day's journal keeps it)
     rather than a state that lasts: it has a date ("on 7 May 2023", "in 2022"), or its
     first verb is in the past tense ("Melanie took the kids to the museum"; "Melanie has
-    got two kids" and "Maya is married" are states)."""
+    got two kids" and "Maya is married" are states). The first verb is looked for in the
+    first :data:`_LOOK` words, and past them while every word before can be part of a
+    subject (:func:`_of_a_subject`: "The user's parents and brother unanimously agreed")."""
     if _DATED.search(statement):
         return True
-    words = re.findall(r"[a-z']+", statement.casefold())[:6]
+    said = re.findall(r"[A-Za-z']+", statement)
+    words = [word.casefold() for word in said]
     for i, word in enumerate(words):
+        if i >= _LOOK and not all(map(_of_a_subject, said[:i])):
+            return False
         if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
             return False
-        if is_past(word, words[i - 1] if i else ""):
+        if word in PAST_IN_EED or is_past(word, words[i - 1] if i else ""):
             return not (i and words[i - 1] in _PERFECT)
     return False
