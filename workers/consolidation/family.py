@@ -17,6 +17,9 @@ family: a sister (Stella), a cat (Luna)."
   parent or grandparent only with a name: everyone has them.
 - **Who is not**: a kind any statement tells is gone or past ("… late grandma", "… dog
   passed away", "… ex-husband", "used to have a dog"); "pets" beside a kind of pet.
+- **Nor a People line**: a statement that opens with a relative the family line leaves out
+  as maybe everyone's (:meth:`Family.unattested`) joins no section: it would say what the
+  family line does not.
 - **Which statements**: the caller's; consolidation gives the active mined statements that
   open with a speaker, not a pasted text ("Title: The Curb River 1“Rain, rain, go away,”
   the user's little sister Stella sang.").

@@ -483,11 +483,13 @@ def is_event(statement: str) -> bool:
         return True
     said = re.findall(r"[A-Za-z']+", statement)
     words = [word.casefold() for word in said]
+    subject = True       # every word so far can be part of the subject
     for i, word in enumerate(words):
-        if i >= _LOOK and not all(map(_of_a_subject, said[:i])):
+        if i >= _LOOK and not subject:
             return False
         if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
             return False
         if word in PAST_IN_EED or is_past(word, words[i - 1] if i else ""):
             return not (i and words[i - 1] in _PERFECT)
+        subject = subject and _of_a_subject(said[i])
     return False
