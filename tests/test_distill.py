@@ -489,6 +489,10 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("The user likes the schedule so far.", None),                   # a verdict for now
     ("The user loves the list, thanks.", None),               # thanks: a reaction to it
     ("The user actually loves hiking.", "Preferences"),
+    # a like of how something is or does: an aspect of what was talked about, no taste
+    ("Melanie loves how art lets Melanie get her emotions out.", None),
+    ("The user loves the way the new lamp dims from the phone.", None),
+    ("The user loves the wayside inns of Wales.", "Preferences"),
     ("Caroline and Melanie love painting.", "Preferences"),   # a subject of two
     ("Caroline is going to a pride parade in August 2023.", "Plans"),
     # the plan's line is its first sentence: a later sentence's month is not its when

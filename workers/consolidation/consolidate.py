@@ -215,7 +215,7 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
             and day + PLAN_GRACE < today:
         return None       # what was to come and is gone by: "… is starting school on Monday"
     if _LIKES.match(text):
-        return PREFERENCE.section
+        return None if _of_an_aspect(text) else PREFERENCE.section
     if _KIN.match(text) and not _PASSING.match(text):
         return None if unattested is not None and unattested(text) else PEOPLE
     if INTENDS.match(text) and plan_when(statement_of(memory)):
@@ -286,6 +286,19 @@ _LIKED = re.compile(r"\b(?:loves|likes|enjoys|prefers|adores|is (?:a (?:big |hug
 _THANKS = re.compile(r"\b(?:thanks|thank you)\b", re.IGNORECASE)
 _DEFINITE = re.compile(r"^(?:(?:all|both)(?: of)? )?(?:the|that|this|these|those|your)\b",
                        re.IGNORECASE)
+
+
+# what a like of "how …" or "the way …" is of: an aspect of something in the conversation,
+# not a taste the person brings to the next one ("Melanie loves how art lets Melanie get
+# Melanie's emotions out", "The user loves how Prada plays with mixing patterns", "… loves
+# how the user can control the lighting from the user's phone": the lamp goes unnamed)
+_ASPECT = re.compile(r"(?:how|the way)\b", re.IGNORECASE)
+
+
+def _of_an_aspect(statement: str) -> bool:
+    """Whether a like (its first sentence) is of how something is or does (:data:`_ASPECT`)."""
+    found = _LIKED.search(first_sentence(statement))
+    return found is not None and bool(_ASPECT.match(found.group("object")))
 
 
 def answers_an_offer(statement: str, offered: str) -> bool:
