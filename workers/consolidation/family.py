@@ -19,7 +19,9 @@ family: a sister (Stella), a cat (Luna)."
   passed away", "… ex-husband", "used to have a dog"); "pets" beside a kind of pet.
 - **Nor a People line**: a statement that opens with a relative the family line leaves out
   as maybe everyone's (:meth:`Family.unattested`) joins no section: it would say what the
-  family line does not.
+  family line does not. Consolidation weighs a statement once, the night it is new: when a
+  later night's statements name that relative again, the family line names them, and the
+  earlier statement stays in its journal.
 - **Which statements**: the caller's; consolidation gives the active mined statements that
   open with a speaker, not a pasted text ("Title: The Curb River 1“Rain, rain, go away,”
   the user's little sister Stella sang.").
