@@ -184,13 +184,14 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     past its first clause, its line: :func:`projections.readable.points_out`) joins no
     section: its journal and recall keep it beside its turn; nor does a like of what
     the other side had just offered (:func:`answers_an_offer`; ``offered`` gives the turn
-    before a memory's, by someone else) or thanks for it, nor a plan — nor any line but a
-    value's of a day still to come when said (:func:`_to_come`: "… is starting at the
-    new school on Monday") — whose day is gone by ``today`` (the log's own time: its journal
-    keeps it, MEMORY.md says what is current). Nor does a statement about a relative the
-    person's family line leaves out as maybe everyone's (``unattested``:
-    :meth:`.family.Family.unattested`: "Maria's kids are Maria's future", from "Our kids
-    are our future")."""
+    before a memory's, by someone else) or thanks for it, nor a like of how something is
+    (:func:`_of_an_aspect`: "… loves how art lets Melanie get her emotions out"), nor a
+    plan — nor any line but a value's of a day still to come when said (:func:`_to_come`:
+    "… is starting at the new school on Monday") — whose day is gone by ``today`` (the
+    log's own time: its journal keeps it, MEMORY.md says what is current). Nor does a
+    statement about a relative the person's family line leaves out as maybe everyone's
+    (``unattested``: :meth:`.family.Family.unattested`: "Maria's kids are Maria's future",
+    from "Our kids are our future")."""
     mined = memory.source not in NOT_MINED
     if mined and (not self_contained(memory.content, mined=True)
                   or points_out(line := statement_of(memory))
