@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import RecordedEvent
+from events.transcript import IMPORT_BACKEND
 from events.types import (
     TURNS,
     AssistantTurn,
@@ -137,6 +138,12 @@ def session_state(db: sqlite3.Connection, session: str) -> SessionState | None:
     except sqlite3.OperationalError:
         return None
     return _state(r) if r else None
+
+
+def imported_sessions(db: sqlite3.Connection) -> frozenset[str]:
+    """The sessions of an imported transcript (every named speaker in them a person)."""
+    return frozenset(r[0] for r in db.execute(
+        "SELECT session FROM mining_sessions WHERE backend = ?", (IMPORT_BACKEND,)))
 
 
 def mining_totals(db: sqlite3.Connection) -> dict[str, int]:

@@ -421,7 +421,7 @@ def _ranked(db: sqlite3.Connection, query: str, lexical: list[Hit], named: Namin
     # a remembered note's journal line has the note's id: a superseded value stays in its
     # day's journal file but is no answer any more
     states = memory_states(db, [h.id for h in hits.values() if h.source in (MEMORY, JOURNAL)])
-    essays = _essays(db, [h.id for h in hits.values() if key_part(h.key) is not None])
+    essays = long_turns(db, [h.id for h in hits.values() if key_part(h.key) is not None])
 
     intent = temporal_intent(query)
     replaced = replaced_refs(db) if current or intent in weights.REPLACED_INTENTS else set()
@@ -581,15 +581,19 @@ def _contenders(fused: dict[str, float], fresh: dict[str, Hit]) -> list[str]:
     return [key for key in fresh if fused[key] >= floor]
 
 
-def _essays(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
-    """The turns among ``turn_ids`` cut into at least ``weights.ESSAY_PASSAGES`` passages."""
+def long_turns(db: sqlite3.Connection, turn_ids: list[str]) -> set[str]:
+    """The turns among ``turn_ids`` (event ids) cut into at least ``weights.ESSAY_PASSAGES``
+    passages: essays, stories and documents pasted in more often than a person's own
+    words. 400 ids a query, within SQLite's bound on parameters."""
     ids = sorted(set(turn_ids))
-    if not ids:
-        return set()
-    rows = db.execute(f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(ids))})"
-                      " AND +source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",  # +: by id
-                      [*ids, weights.ESSAY_PASSAGES]).fetchall()
-    return {r[0] for r in rows}
+    found: set[str] = set()
+    for start in range(0, len(ids), 400):
+        chunk = ids[start:start + 400]
+        found.update(r[0] for r in db.execute(
+            f"SELECT id FROM search_items WHERE id IN ({','.join('?' * len(chunk))})"
+            " AND +source = 'turn' GROUP BY id HAVING COUNT(*) >= ?",  # +: by id
+            [*chunk, weights.ESSAY_PASSAGES]))
+    return found
 
 
 def _with_successors(db: sqlite3.Connection, ranked: list[tuple[float, Hit]],

@@ -155,6 +155,18 @@ def speakers_starting(db: sqlite3.Connection, prefix: str, limit: int = 8) -> li
     return found
 
 
+def turns_saying(db: sqlite3.Connection, words: Iterable[str]) -> list[Turn]:
+    """The turns whose text says one of ``words`` (each a word or a phrase, matched as the
+    index stems it: "dogs" finds "dog"), in log order."""
+    terms = " OR ".join(f'"{w.replace(chr(34), "")}"' for w in sorted(set(words)) if w.strip())
+    if not terms:
+        return []
+    return [Turn(*row) for row in db.execute(
+        "SELECT t.seq, t.event_id, t.session, t.role, t.name, t.text, t.at, t.ref"
+        " FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+        " WHERE turns_fts MATCH ? ORDER BY t.seq", (f"text : ({terms})",))]
+
+
 def cited_turns(db: sqlite3.Connection, refs: Iterable[str]) -> dict[str, Turn]:
     """The turns ``refs`` name (each a turn's ref or event id), by that name; 400 names a
     query, within SQLite's bound on parameters."""

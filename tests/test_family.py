@@ -12,7 +12,7 @@ from events.transcript import import_file
 from projections import open_store
 from projections.memories import list_memories
 from workers.consolidation.consolidate import consolidate
-from workers.consolidation.family import family_lines
+from workers.consolidation.family import Family, family_lines
 from workers.dreaming.dream import dream
 from workers.mining.extract import MinerSpec
 from workers.mining.mine import mine
@@ -73,6 +73,58 @@ def test_kinds_said_in_one_statement_count_once_each() -> None:
 ])
 def test_no_family_line_for_what_may_not_be_theirs(texts: list[str]) -> None:
     assert lines(*texts) == []
+
+
+def own(*said: tuple[str, str]) -> list[str]:
+    """The family lines of turns alone: (speaker, text) each, a turn of its own."""
+    return Family((), NAMES, [(f"r{i}", who, text) for i, (who, text) in enumerate(said)]).lines()
+
+
+def test_a_speaker_s_own_words_name_their_people_in_any_sentence() -> None:
+    """A name said in a question, a reply to a photo or a sentence about something else,
+    which no statement of the speaker's carries."""
+    assert own(("John", "That picture was from a trip for my daughter Sara's birthday!"),
+               ("Caroline", "And yup, I do- Oscar, my guinea pig. He's been great."),
+               ("Melanie", "They're good- we got another cat named Bailey too."),
+               ("The user", "Is it safe for my dog Max to eat grapes?"),
+               ("The user", "What should I get my sister? My sister's name is Ana.")) == [
+        "John's family: a daughter (Sara).", "Caroline's family: a guinea pig (Oscar).",
+        "Melanie's family: a cat (Bailey).", "The user's family: a dog (Max), a sister (Ana)."]
+
+
+@pytest.mark.parametrize("text", [
+    "My son, Thankfully he is fine now.",     # no name: a word after a comma
+    "I'll see my mom Monday.",                # a day
+    "My friend Ana is a nurse.",              # no kin
+    "My late dog Rex loved the beach.",       # gone
+    "My dog walker Sam is late again.",       # half of another noun
+    "My kids love the park.",                 # no name, said once
+    "Thankfully, my son's ok.",               # an adverb before a comma: no apposition
+])
+def test_own_words_without_a_name_of_their_own_add_no_one(text: str) -> None:
+    assert own(("The user", text)) == []
+
+
+def test_a_statement_that_they_got_one_names_it() -> None:
+    assert lines("Maria got a puppy around 28 July 2023. Her name's Coco and she's adorable.",
+                 "The user adopted a cat named Miso.") == [
+        "Maria's family: a puppy (Coco).", "The user's family: a cat (Miso)."]
+
+
+def test_more_names_than_one_make_the_kind_plural() -> None:
+    assert own(("Maria", "My puppy Coco is asleep."), ("Maria", "Shadow, my puppy, ran off.")) == [
+        "Maria's family: puppies (Coco, Shadow)."]
+    assert Family([("r1", "Maria's puppy Coco is asleep."), ("r2", "Maria's puppy Shadow ran.")],
+                  NAMES).lines() == ["Maria's family: puppies (Coco, Shadow)."]
+
+
+def test_statements_of_one_turn_are_one_mention() -> None:
+    """Two statements mined from one turn, keyed by it, are said once: not a family line."""
+    assert Family([("r1", "Melanie's kids are so excited."),
+                   ("r1", "Melanie's kids love the beach.")], NAMES).lines() == []
+    assert Family([("r1", "Melanie's kids are so excited."),
+                   ("r2", "Melanie's kids love the beach.")], NAMES).lines() == [
+        "Melanie's family: kids."]
 
 
 def test_a_relative_s_own_people_tell_of_the_relative() -> None:
@@ -180,3 +232,34 @@ def test_a_relative_said_once_unnamed_is_no_people_line(model_home: Home, tmp_pa
     assert ("- Sam's kids are Sam's future" in people) is again, people
     assert people.startswith("- Sam's family: kids, a sister (Ana).\n" if again
                              else "- Sam's family: a sister (Ana).\n"), people
+
+
+def test_a_night_reads_a_name_said_in_a_question_and_none_the_model_said(
+        model_home: Home, tmp_path: Path) -> None:
+    """Through the whole night: a dog named only in a question (no statement is mined from
+    it) joins the family line; a cat an exported chat's assistant names does not: the model
+    is no source, as in mining."""
+    memory_md = night_over(model_home, tmp_path, [
+        turn("g/1", "2024-03-01T10:00:00Z", "user", "user",
+             "Is it safe for my dog Biscuit to eat grapes?", "q1"),
+        turn("g/1", "2024-03-01T10:01:00Z", "assistant", "assistant",
+             "No. My cat Whiskers knows: grapes are toxic to dogs.", "q2")])
+    assert "- The user's family: a dog (Biscuit).\n" in memory_md, memory_md
+    assert "Whiskers" not in memory_md, memory_md
+
+
+def test_a_story_pasted_in_names_no_one_of_the_speaker_s(model_home: Home,
+                                                          tmp_path: Path) -> None:
+    """A long turn (an essay's passages: a story pasted in to be analysed) says "my little
+    sister Stella" in someone else's voice; a short one says the speaker's own."""
+    story = " ".join(["Here is the next passage to analyse.",
+                      "“Rain, rain, go away,” my little sister Stella sang."]
+                     + [f"She watched drop number {i} slide down the cold window glass, and"
+                        " the street outside grew darker as the storm rolled in." for i in
+                        range(14)])
+    memory_md = night_over(model_home, tmp_path, [
+        turn("h/1", "2024-03-01T10:00:00Z", "user", "user", story, "s1"),
+        turn("h/1", "2024-03-01T10:02:00Z", "user", "user",
+             "Is it safe for my dog Biscuit to eat grapes?", "s2")])
+    assert "- The user's family: a dog (Biscuit).\n" in memory_md, memory_md
+    assert "Stella" not in memory_md.partition("## People")[2].split("\n## ")[0], memory_md

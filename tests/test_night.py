@@ -114,8 +114,10 @@ def test_a_night_mines_merges_supersedes_and_rewrites_memory_md(home: Home,
     assert active["Maya lives in Lisbon"].supersedes == [berlin.id]
     # MEMORY.md rewritten: the newer fact in, the outdated one out
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
-    # current values with the day they were said; the model's rewrite of Preferences
+    # current values with the day they were said; Maya's family line (the greyhound she
+    # adopted) first in People; the model's rewrite of Preferences
     assert ("## Profile\n- Maya lives in Lisbon (since 10 March 2024)\n\n## People\n"
+            "- Maya's family: a greyhound (Juno).\n"
             "- Maya adopted a greyhound called Juno (since 10 March 2024)\n") in memory_md
     assert "Berlin" not in memory_md
     assert ("## Preferences\n- Sam loves hiking in the Alps\n- Maya prefers tea over coffee\n"

@@ -17,8 +17,9 @@ merged into a new MEMORY.md (``LongTermRewritten``).
   what each speaker keeps coming back to (:func:`theme_lines`, :mod:`.themes`), each a
   statement no other section has.
 - **Family**: People's first lines are written anew each time too: each speaker's
-  relatives and pets, as their statements name them in passing (:mod:`.family`: "Melanie's
-  family: kids."). The model never rewrites them.
+  relatives and pets, as their statements name them in passing, or their own short turns
+  by name (:func:`own_turns`; :mod:`.family`: "Melanie's family: kids, a cat (Bailey)."). The
+  model never rewrites them.
 - **The model** (when one is configured) then rewrites each section the merge changed —
   "merge bullets that say the same thing, keep every distinct fact" — when the section fits
   its context window. Its bullets are kept only if each shares content words with the
@@ -48,6 +49,7 @@ from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, FAMILY_LINE, TITLE, read_long_term, without_since
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
+from projections.mining import imported_sessions
 from projections.passages import sentences
 from projections.readable import (
     LIST_MARK,
@@ -62,19 +64,21 @@ from projections.readable import (
     without_lead_in,
     without_leaning,
 )
+from projections.recall import long_turns
 from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
 from projections.tokens import estimate
-from projections.turns import cited_turns
+from projections.turns import cited_turns, turns_saying
 from projections.when import from_said, last_day, periods, yearly
 
 from ..dreaming.dream import CONFLICT, log_now, said_at
 from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
+from ..mining.chunks import is_source, strip_injected
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.kin import KIN_WORDS
-from ..mining.statements import CAPTION, is_event, is_past
+from ..mining.statements import CAPTION, display_name, is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (
     INTENDS,
@@ -88,7 +92,7 @@ from ..mining.values import (
 )
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
-from .family import Family
+from .family import KIN_PHRASES, Family
 from .themes import Said, theme_statements
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording
@@ -801,8 +805,10 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
     active = list_memories(store.db)
     offered = offers(store, active)
     inactive = list_memories(store.db, None, ("superseded", "archived"))
-    family = Family(((m.id, m.content) for m in active if m.source not in NOT_MINED
-                     and first_word(without_discourse(m.content)) in names), names)
+    family = Family(((m.refs[0] if m.refs else m.id, m.content) for m in active
+                     if m.source not in NOT_MINED
+                     and first_word(without_discourse(m.content)) in names), names,
+                    own_turns(store))
     stale = _stale(names, active, inactive, offered, today, phase_days, family.unattested)
     changed: set[str] = set()
     themes = sections.pop(THEMES, Section(THEMES))      # written anew below
@@ -847,6 +853,23 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         sections[THEMES] = Section(THEMES, lines, themes.other)
     _write_families(sections, family, changed)
     return head, _ordered(sections), changed, stated
+
+
+def own_turns(store: ProjectionStore) -> list[tuple[str, str, str]]:
+    """(ref, speaker as statements name them, text) of the turns by a source (mining's
+    rule: :func:`..mining.chunks.is_source`) that say a word for kin or a pet, for the family
+    lines (:data:`.family._OWN`), without a memory block pasted into them. Not a turn a
+    forgotten memory was mined from (what the person asked to forget), nor a long one
+    (:func:`projections.recall.long_turns`: "my little sister Stella sang" is a story
+    pasted in to be analysed)."""
+    imported = imported_sessions(store.db)
+    forgotten = {ref for m in list_memories(store.db, None, ("forgotten",)) for ref in m.refs}
+    turns = [turn for turn in turns_saying(store.db, KIN_PHRASES)
+             if is_source(turn.role, turn.name or turn.role, imported=turn.session in imported)
+             and not {turn.ref, turn.event_id} & forgotten]
+    long = long_turns(store.db, [turn.event_id for turn in turns])
+    return [(turn.ref or turn.event_id, display_name(turn.name or turn.role),
+             strip_injected(turn.text)) for turn in turns if turn.event_id not in long]
 
 
 def _write_families(sections: dict[str, Section], family: Family, changed: set[str]) -> None:

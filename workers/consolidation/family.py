@@ -11,7 +11,7 @@ family: a sister (Stella), a cat (Luna)."
 - **A mention**: a speaker's possessive, then a relative or a pet ("The user's sister",
   "Nate's turtles", "Melanie's two kids"), and the name that follows it ("… sister Stella",
   "… husband's name is Michael"). Kids and kid, a dog and dogs are one kind.
-- **Who is in the line**: a kind mentioned in at least :data:`MIN_MENTIONS` statements, or
+- **Who is in the line**: a kind mentioned in at least :data:`MIN_MENTIONS` turns, or
   with a name. A single unnamed mention may be everyone's ("Our kids are our future", said
   of all children, is mined as "Maria's kids are Maria's future": Maria has none). A
   parent or grandparent only with a name: everyone has them.
@@ -22,6 +22,14 @@ family: a sister (Stella), a cat (Luna)."
   family line does not. Consolidation weighs a statement once, the night it is new: when a
   later night's statements name that relative again, the family line names them, and the
   earlier statement stays in its journal.
+- **Their own words, too**: a name is often said outside any statement of the speaker's:
+  in a question ("Is it safe for my dog Max to eat grapes?"), in a reply to a photo
+  ("Oscar, my guinea pig"), in a sentence about something else ("That picture was from
+  my daughter Sara's birthday"). So a speaker's own turns are read as well (the caller
+  gives those by a source, as mining chooses them), for a kind with a name in the first
+  person: "my KIND NAME", "my KIND's name is NAME", "NAME, my KIND", "I/we got, adopted
+  … a KIND named NAME" (:data:`_OWN`). Such a turn is one mention, whatever statements
+  are mined from it too.
 - **Which statements**: the caller's; consolidation gives the active mined statements that
   open with a speaker, not a pasted text ("Title: The Curb River 1“Rain, rain, go away,”
   the user's little sister Stella sang.").
@@ -54,17 +62,34 @@ _PETS = {word: kind for attribute in ATTRIBUTES if attribute.key == "pet"
 _PET_KINDS = frozenset(_PETS.values())
 _KINDS = {**_PETS, **_RELATIVES}
 _WORDS = alternation(_KINDS)
+KIN_PHRASES = tuple(_KINDS)   # the words a turn may name one of a speaker's own with
 _NAME = r"(?P<name>[A-Z][a-z]+)\b"
 # a kind's word as the first half of another noun: "the user's dog walker", "… cat sitter",
 # "… sister-in-law" (neither the dog nor the sister is named)
 _COMPOUND = ("walkers?|sitters?|sitting|food|toys?|beds?|park|groomers?|trainers?|treats"
              "|daycare|shows?|lovers?|owners?|breeders?|shelters?|friendly|people|person")
+_BEFORE = (r"(?:(?:new|little|older|younger|big|baby|eldest|oldest|youngest|two|three|four"
+           r"|sweet|adorable|cute|rescue|lovely|beloved|furry|dear|late|pet)\s+)*")
+_KIND = rf"(?P<kind>{_WORDS})\b(?!-\w|\s+(?:{_COMPOUND})\b)"
 _MENTION = re.compile(
-    r"\b(?P<who>(?:[Tt]he user|[A-Z][\w-]*))['’]s\s+"
-    r"(?:(?:new|little|older|younger|big|baby|eldest|oldest|youngest|two|three|four|sweet"
-    r"|adorable|cute|rescue|lovely|beloved|furry|dear|late|pet)\s+)*"
-    rf"(?P<kind>{_WORDS})\b(?!-\w|\s+(?:{_COMPOUND})\b)"
+    rf"\b(?P<who>(?:[Tt]he user|[A-Z][\w-]*))['’]s\s+{_BEFORE}{_KIND}"
     rf"(?:(?:['’]s name is|,? (?:who is |whose name is )?(?:named|called)|,)?\s+{_NAME})?")
+# a speaker's own words, in any sentence of their turn (a question, a reply to a caption,
+# one about something else), naming one of their own: "… for my daughter Sara's birthday",
+# "my dog's name is Max", "Oscar, my guinea pig." (not "Thankfully, my son's ok"), "we got
+# another cat named Bailey"
+_OWN = (re.compile(rf"\b[Mm]y\s+{_BEFORE}{_KIND}(?:['’]s name is|,? (?:named|called))?\s+{_NAME}"),
+        re.compile(rf"\b{_NAME},\s+my\s+{_BEFORE}{_KIND}(?=\s*(?:[.!?,;:)]|$))"),
+        re.compile(r"\b(?:I|[Ww]e)(?:['’]ve| have)?\s+(?:just\s+|recently\s+|finally\s+)?"
+                   rf"(?:got|adopted|rescued|welcomed)\s+(?:a|an|another)\s+{_BEFORE}{_KIND}"
+                   rf",?\s+(?:named|called)\s+{_NAME}"))
+# a statement that its person got or has one: "Maria got a puppy around 28 July 2023. Her
+# name's Coco", "Nate has three turtles", "The user adopted a cat named Miso"
+_HAS = re.compile(
+    r"\b(?P<who>(?:[Tt]he user|[A-Z][\w-]*)) (?:just |recently |finally |also |now )?"
+    rf"(?:got|adopted|rescued|welcomed|has) (?:a|an|another|two|three|four) {_BEFORE}{_KIND}"
+    rf"(?:,? (?:named|called) {_NAME}|[^.!?]*[.!?] (?:His|Her|Its) name(?:['’]s| is) "
+    rf"{_NAME.replace('<name>', '<told>')})?")
 # told gone or past, near the mention: no longer the person's
 _GONE = re.compile(r"\b(?:late|died|dies|passed away|passing|lost|funeral|ex|former"
                    r"|used to have|had to (?:give|get rid)|put down|divorced|broke up)\b",
@@ -85,25 +110,37 @@ class _Kind:
 class Family:
     """The kin and pets each speaker's statements mention (see the module doc)."""
 
-    def __init__(self, statements: Iterable[tuple[str, str]], names: frozenset[str]) -> None:
-        """``statements``: (id, text) of the active mined statements; ``names``: the home's
-        speakers' first names, casefolded ("the" for "The user")."""
+    def __init__(self, statements: Iterable[tuple[str, str]], names: frozenset[str],
+                 turns: Iterable[tuple[str, str, str]] = ()) -> None:
+        """``statements``: (key, text) of the active mined statements, the key the turn a
+        statement cites (statements of one turn are one mention); ``names``: the home's
+        speakers' first names, casefolded ("the" for "The user"); ``turns``: (ref, speaker
+        as statements name them, text) of turns by a source, read for :data:`_OWN`."""
         self.names = names
         self.people: dict[str, dict[str, _Kind]] = {}
-        for memory_id, text in statements:
-            for found in _MENTION.finditer(text):
-                who = self._who(found)
-                if who is None:
-                    continue
-                word = found["kind"]
-                kind = self.people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
-                kind.forms[word] += 1
-                kind.mentions.add(memory_id)
-                name = found["name"]
-                if name and name.casefold() not in names and not _NOT_A_NAME.match(name):
-                    kind.names[name] = None
-                near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
-                kind.gone = kind.gone or bool(_GONE.search(near))
+        for key, text in statements:
+            for pattern in (_MENTION, _HAS):
+                for found in pattern.finditer(text):
+                    who = self._who(found)
+                    if who is not None:
+                        self._mention(who, found, key, text)
+        for ref, who, text in turns:
+            for pattern in _OWN:
+                for found in pattern.finditer(text):
+                    self._mention(who, found, ref, text)
+
+    def _mention(self, who: str, found: re.Match[str], key: str, text: str) -> None:
+        """Count a mention of one of ``who``'s kin or pets, said in ``key`` (a statement or
+        a turn): its kind, its name (when it is one) and whether it is told gone."""
+        word = found["kind"].casefold()
+        kind = self.people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
+        kind.forms[word] += 1
+        kind.mentions.add(key)
+        name = found["name"] or found.groupdict().get("told")
+        if name and name.casefold() not in self.names and not _NOT_A_NAME.match(name):
+            kind.names[name] = None
+        near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
+        kind.gone = kind.gone or bool(_GONE.search(near))
 
     def _who(self, found: re.Match[str]) -> str | None:
         """The speaker a mention's possessive names, or None for anyone else."""
@@ -145,7 +182,7 @@ class Family:
 
 def _shown(key: str, kind: _Kind) -> bool:
     """Whether a kind is in its person's family line: named, or mentioned in
-    :data:`MIN_MENTIONS` statements (a parent or grandparent only named), and not gone."""
+    :data:`MIN_MENTIONS` turns (a parent or grandparent only named), and not gone."""
     return not kind.gone and (bool(kind.names) or (len(kind.mentions) >= MIN_MENTIONS
                                                    and key not in _ONLY_NAMED))
 
@@ -156,9 +193,27 @@ def family_lines(statements: Iterable[tuple[str, str]], names: frozenset[str]) -
 
 
 def _item(kind: _Kind) -> str:
-    """The word said most ("kids", "a turtle"), with an article when singular, and the
-    names said with it: "a sister (Stella)", "kids (Kyle, Sara)"."""
+    """The word said most ("kids", "a turtle"), with an article when singular, plural for
+    more names than one, and the names said with it: "a sister (Stella)", "kids (Kyle,
+    Sara)", "dogs (Coco, Shadow)"."""
     word = max(kind.forms, key=lambda w: (kind.forms[w], w))
-    if not (word.endswith("s") or word in ("children", "grandchildren")):
+    if len(kind.names) > 1:
+        word = _plural(word)
+    elif not _is_plural(word):
         word = ("an " if word[0] in "aeiou" else "a ") + word
     return word + (f" ({', '.join(kind.names)})" if kind.names else "")
+
+
+def _is_plural(word: str) -> bool:
+    return word.endswith("s") or word in ("children", "grandchildren")
+
+
+def _plural(word: str) -> str:
+    """A kind's word for more than one: "dogs", "puppies", "children", "fish"."""
+    if _is_plural(word) or word.endswith("fish"):
+        return word
+    if word.endswith("child"):
+        return word + "ren"
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+        return word[:-1] + "ies"
+    return word + "s"

@@ -114,10 +114,16 @@ def session_turns(log: EventLog, state: SessionState) -> list[Turn]:
         role = "user" if isinstance(turn, UserTurn) else "assistant"
         text = " ".join(strip_injected(scrub(turn.text)).split())
         speaker = turn.name or role
-        person = role == "user" or (not chat and normal(speaker) not in GENERIC_SPEAKERS)
         out.append(Turn(0, event.seq, event.id, event.ref or event.id, role, speaker, text,
-                        event.occurred_at, source=bool(text) and person))
+                        event.occurred_at,
+                        source=bool(text) and is_source(role, speaker, imported=not chat)))
     return out
+
+
+def is_source(role: str, speaker: str, *, imported: bool) -> bool:
+    """Whether a turn's speaker may be a source of facts (see the module doc): a user, or
+    in an imported transcript a speaker with a person's name."""
+    return role == "user" or (imported and normal(speaker) not in GENERIC_SPEAKERS)
 
 
 def _cap(text: str, tokens: int) -> str:
