@@ -10,7 +10,8 @@ family: a sister (Stella), a cat (Luna)."
 
 - **A mention**: a speaker's possessive, then a relative or a pet ("The user's sister",
   "Nate's turtles", "Melanie's two kids"), and the name that follows it ("… sister Stella",
-  "… husband's name is Michael"). Kids and kid, a dog and dogs are one kind.
+  "… husband's name is Michael"); or that the speaker got or has one ("Maria got a puppy
+  … Her name's Coco"). Kids and kid, a dog and dogs are one kind.
 - **Who is in the line**: a kind mentioned in at least :data:`MIN_MENTIONS` turns, or
   with a name. A single unnamed mention may be everyone's ("Our kids are our future", said
   of all children, is mined as "Maria's kids are Maria's future": Maria has none). A
