@@ -1410,3 +1410,68 @@ def test_a_line_s_day_comes_off_with_or_without_a_full_stop_after_it(line: str) 
     from workers.consolidation.consolidate import bare
 
     assert bare(line) == "The user has been really into documentaries lately"
+
+
+@pytest.mark.parametrize(("statement", "section"), [
+    # how often, or, in the perfect, for how long: a routine the person keeps up
+    ("The user has been taking Japanese cooking classes since April.", "Workflows"),
+    ("The user has dance classes every Saturday morning at the studio near their house.",
+     "Workflows"),
+    ("The user has been going to Zumba on Tuesdays and Thursdays.", "Workflows"),
+    ("The user has been playing electric guitar for a while now.", "Workflows"),
+    ("Maria volunteers at a local dog shelter once a month.", "Workflows"),
+    ("The user has been meal prepping on Sundays for three weeks now.", "Workflows"),
+    # not what the activity is, before how often or how long
+    ("Tim has been playing for about four months now and it's been an adventure.", None),
+    ("The user has been going every Thursday evening at their local gym for two months.",
+     None),
+    # a wish, an intention, a feeling, a need: no routine
+    ("The user has been meaning to try oat milk in a bechamel sauce for a while now.", None),
+    ("The user is thinking of joining a running group that meets every Sunday morning.",
+     None),
+    ("The user will definitely try to set a daily step goal.", None),
+    ("Nate is really grateful to have a job Nate enjoys every day.", None),
+    # a trip's length, no perfect; an adjective "daily"
+    ("The user is staying in Tokyo for a week.", None),
+    ("The user has set a daily time limit on Facebook.", None),
+    # a past event
+    ("John was teammates with Kevin for four years in high school.", None),
+])
+def test_a_routine_kept_up_joins_workflows(statement: str, section: str | None) -> None:
+    from workers.consolidation.consolidate import section_for
+
+    assert section_for(mined_line(statement)) == section
+
+
+def test_a_routine_s_line_ends_before_the_next_clause_and_fades_as_a_phase() -> None:
+    """Its line stops where a clause with a subject of its own begins; unsaid for the
+    half-life (by the log's time) it leaves MEMORY.md, as a taste's phase does."""
+    import datetime as dt
+
+    from workers.consolidation.consolidate import bullet_of, section_for
+
+    yoga = mined_line("The user has been attending yoga classes twice a week for a month now,"
+                      " and the user has noticed significant improvement in their flexibility.",
+                      at="2023-05-27T10:00:00Z")
+    assert bullet_of(yoga) == ("The user has been attending yoga classes twice a week for a"
+                               " month now (said 27 May 2023)")
+    assert section_for(yoga, today=dt.date(2023, 8, 1)) == "Workflows"
+    assert section_for(yoga, today=dt.date(2023, 9, 1)) is None
+    # a value keeps its later clause: it may be the one to say it
+    dairy = mined_line("The user has been tracking their food intake for a while now, and the"
+                       " user has noticed that dairy products make the user bloated.",
+                       "user|allergy", at="2023-03-10T10:00:00Z")
+    assert "dairy products make the user bloated" in bullet_of(dairy)
+
+
+def test_a_night_writes_a_routine_into_workflows(home: Home, tmp_path: Path) -> None:
+    """Said in passing, in a request: the routine's first clause, dated, in Workflows."""
+    memory_md = night_over(home, tmp_path, [{
+        "session": "s1", "at": "2023-05-24T10:00:00Z", "role": "user", "name": "Ann",
+        "text": "I've been taking Japanese cooking classes since April, and I'm eager to show"
+                " off my new skills. Can you suggest a dessert for a dinner party?",
+        "ref": "s1:0"}])
+    workflows = memory_md.split("## Workflows\n", 1)[1].split("\n\n", 1)[0]
+    assert workflows.splitlines() == [
+        "- Ann has been taking Japanese cooking classes since April (said 24 May 2023)"], \
+        memory_md

@@ -44,7 +44,7 @@ from typing import TypeGuard
 from events import EventLog, Home, NewEvent, clock, streams
 from events.clock import from_iso
 from events.config import LLMConfig, load_config
-from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE, TOOL_USE
+from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE, TOOL_USE, WORKFLOW
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
 from projections.long_term import CAP, FAMILY_LINE, TITLE, read_long_term, without_since
@@ -120,6 +120,29 @@ _IN_FIRST_CLAUSE = r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?"
 IMPENDING = re.compile(_IN_FIRST_CLAUSE + r"\b(?:soon|upcoming|coming up(?! with))\b",
                        re.IGNORECASE)
 _PASSING_OR_IMPENDING = re.compile(f"{PHASE.pattern}|{IMPENDING.pattern}", re.IGNORECASE)
+# … and what a first clause says its person keeps doing: how often ("… has dance classes
+# every Saturday morning", "… goes to Zumba twice a week", "… meal preps on Sundays"), or,
+# said in the perfect, for how long ("… has been taking Japanese cooking classes since
+# April", "… has been playing electric guitar for a while now"): a routine, Workflows', as
+# long as it is said again within the half-life (a phase's rule); not a trip's length ("…
+# is staying in Tokyo for a week": no perfect), nor "a daily time limit" (an adjective)
+_HOW_OFTEN = (r"every (?:single |other )?(?:day|morning|afternoon|evening|night|week|weekend"
+              rf"|month|{DAY_NAME}(?: (?:morning|afternoon|evening|night))?)"
+              r"|(?:once|twice|three times|four times|\d+ times) a (?:day|week|month)"
+              rf"|on (?:{DAY_NAME}s|weekends)"
+              r"|(?:regularly|daily|weekly|nightly)(?!\s+[a-z])")
+_HOW_LONG = (r"for (?:about |over |almost |nearly |around |more than |the (?:past|last) )?"
+             r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of"
+             r"|several|many|\d+) (?:weeks?|months?|years?)"
+             r"|for (?:a (?:long |good )?while|ages|years)"
+             rf"|since (?:the (?:beginning|start) of |early |late |last )?(?:{MONTH_NAME}"
+             r"|\d{4}|the (?:spring|summer|fall|autumn|winter)|(?:high )?school|college)")
+KEPT_UP = re.compile(
+    _IN_FIRST_CLAUSE + rf"(?:\b(?:{_HOW_OFTEN})\b|\bha(?:s|ve) (?:\w+ )?(?:been \w+ing|\w+ed"
+    rf"|had|kept|done)\b.*?\b(?:{_HOW_LONG})\b)", re.IGNORECASE)
+_HOW_OFTEN_OR_LONG = re.compile(rf"\b(?:{_HOW_OFTEN}|{_HOW_LONG})\b", re.IGNORECASE)
+
+
 # … and what a first clause says has held a while already, counted from the day it was
 # said ("… has been teaching for over 10 years", "… have been together for a while",
 # "… has always liked turtles"): "(since …)" would read as its beginning
@@ -144,7 +167,9 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     if section is None or today is None or memory.source in NOT_MINED:
         return section
     if phase_over(memory, today, phase_days, IMPENDING) or (
-            section == PREFERENCE.section and phase_over(memory, today, phase_days)):
+            section == PREFERENCE.section and phase_over(memory, today, phase_days)) or (
+            memory.type == PREFERENCE.name and section == WORKFLOW.section
+            and phase_over(memory, today, phase_days, KEPT_UP)):
         return None
     return section
 
@@ -225,7 +250,19 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
         return None if unattested is not None and unattested(text) else PEOPLE
     if INTENDS.match(text) and plan_when(statement_of(memory)):
         return PLANS      # its when in what the line shows, not a later sentence or clause
-    return None
+    return WORKFLOW.section if _keeps_up(text, statement_of(memory)) else None
+
+
+def _keeps_up(text: str, line: str) -> bool:
+    """Whether a mined statement (``text``, shown as ``line``) says an activity its person
+    keeps up (:data:`KEPT_UP`) — no intention, feeling or wish — and, before how often or
+    how long, what it is: two content words past its person ("Tim has been playing for
+    about four months now", "… has been going every Thursday evening at the gym" do not
+    say what he plays, what she goes to)."""
+    if not KEPT_UP.search(line) or INTENDS.match(text) or _FEELS.match(text):
+        return False
+    clause = re.sub(WHO, "", _CLAUSE_END_OR_AND.split(line, maxsplit=1)[0], count=1)
+    return len(content_words(_HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0])) >= 2
 
 
 def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
@@ -333,6 +370,7 @@ def _stems(text: str) -> set[str]:
 
 
 _CLAUSE_END = re.compile(r"[,;:.!?]|\s[-–—]\s")
+_CLAUSE_END_OR_AND = re.compile(_CLAUSE_END.pattern + r"|\s(?:and|but|so|because)\s")
 
 
 def offers(store: ProjectionStore, memories: Iterable[Memory]) -> Callable[[Memory], str]:
@@ -461,10 +499,17 @@ def statement_of(memory: Memory) -> str:
     reason or relative clause ("…, because Maya is allergic to shellfish"). A line that
     points out of itself past its first clause (:func:`projections.readable.points_out`) is
     cut before the clause that does, when what is left reads on its own. Words that lean
-    on the conversation go (:func:`projections.readable.without_leaning`: "also", "too")."""
+    on the conversation go (:func:`projections.readable.without_leaning`: "also", "too").
+    A routine (:data:`KEPT_UP`; no value, which may say itself later: "… has been tracking
+    food intake for a while now, and … noticed that dairy products make the user bloated")
+    ends where a clause with a subject of its own begins (:func:`_first_clause`: "… twice a
+    week for a month now, and the user has noticed …")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
-    return without_leaning(_stated(memory))
+    line = without_leaning(_stated(memory))
+    if memory.type == PREFERENCE.name and not memory.subject and KEPT_UP.search(line):
+        return _first_clause(line)   # a routine, without ", and the user has noticed …"
+    return line
 
 
 def _stated(memory: Memory) -> str:
@@ -741,7 +786,8 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     named = _mined_statement(memory) if mined else text
     headline = main_clause(first_sentence(_plain(memory.content)))   # "Big news: the user …"
     return (memory.content, text, first_sentence(text), without_discourse(text), named,
-            headline, _stated(memory) if mined else text)
+            headline, _stated(memory) if mined else text,
+            without_leaning(_stated(memory)) if mined else text)
 
 
 def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
