@@ -1475,3 +1475,32 @@ def test_a_night_writes_a_routine_into_workflows(home: Home, tmp_path: Path) -> 
     assert workflows.splitlines() == [
         "- Ann has been taking Japanese cooking classes since April (said 24 May 2023)"], \
         memory_md
+
+
+def test_a_routine_said_again_is_one_line_the_newer(home: Home, tmp_path: Path) -> None:
+    """Two routines of one activity (an uncommon word of what is done in common) are one
+    line, the one said last; another activity's stays beside it."""
+    def said(n: int, text: str) -> dict:
+        return {"session": f"s{n}", "at": f"2023-05-0{n}T10:00:00Z", "role": "user",
+                "name": "Ann", "text": text, "ref": f"s{n}:0"}
+
+    memory_md = night_over(home, tmp_path, [
+        said(1, "I've been attending Zumba classes at the community center for three months."),
+        said(2, "I've been taking piano lessons twice a week."),
+        said(3, "I've been going to Zumba on Tuesdays and Thursdays.")])
+    workflows = memory_md.split("## Workflows\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert workflows == ["- Ann has been going to Zumba on Tuesdays and Thursdays.",
+                         "- Ann has been taking piano lessons twice a week."], memory_md
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("Ann has been attending Zumba classes at the community center for three months.",
+     {"zumba"}),
+    ("Ann has been experimenting with meal prep on Sundays.", {"meal", "prep"}),
+    ("Ann has been taking guitar lessons for the past three months.", {"guitar"}),
+    ("Ann has been taking piano lessons twice a week.", {"piano"}),
+])
+def test_a_routine_is_of_the_uncommon_words_of_what_is_done(line: str, words: set[str]) -> None:
+    from workers.consolidation.consolidate import routine_of
+
+    assert routine_of(line) == words

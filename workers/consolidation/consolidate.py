@@ -93,7 +93,7 @@ from ..mining.values import (
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .family import KIN_PHRASES, Family
-from .themes import Said, theme_statements
+from .themes import Said, theme_statements, zipf
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording
 SECTIONS = {t.name: t.section for t in MEMORY_TYPES}
@@ -263,6 +263,40 @@ def _keeps_up(text: str, line: str) -> bool:
         return False
     clause = re.sub(WHO, "", _CLAUSE_END_OR_AND.split(line, maxsplit=1)[0], count=1)
     return len(content_words(_HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0])) >= 2
+
+
+# what a routine's line says is done, in its uncommon words (Zipf ≤ :data:`_RARE`) before
+# how often or how long: the first word's "-ing" is the doing ("attending yoga classes"),
+# and a lesson, a session or a workout is any activity's
+_RARE = 4.5
+_ANY_ACTIVITY = frozenset({"lesson", "lessons", "session", "sessions", "workout", "workouts",
+                           "routine", "schedule", "practice"})
+
+
+def routine_of(line: str) -> frozenset[str]:
+    """The words that tell which activity a routine's ``line`` (:func:`_keeps_up`) is of:
+    "zumba" for "… has been going to Zumba on Tuesdays and Thursdays" and for "… has been
+    attending Zumba classes at the local community center for the past 3 months"; none of
+    "guitar lessons" and "piano lessons" are the same."""
+    clause = re.sub(WHO, "", _CLAUSE_END_OR_AND.split(line, maxsplit=1)[0], count=1)
+    words = content_words(_HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0])
+    if words and words[0].endswith("ing"):
+        words = words[1:]
+    return frozenset(w for w in words if w not in _ANY_ACTIVITY and zipf(w) <= _RARE)
+
+
+def _same_routine(bullets: list[str], line: str) -> int | None:
+    """The index of a bullet among ``bullets`` that is a routine of the same person and
+    activity as ``line`` (:func:`routine_of` shares a word), or None."""
+    words = routine_of(line)
+    if not words or not KEPT_UP.search(line):
+        return None
+    who = first_word(line)
+    for i, bullet in enumerate(bullets):
+        text = bare(bullet)
+        if first_word(text) == who and KEPT_UP.search(text) and words & routine_of(text):
+            return i
+    return None
 
 
 def _own_section(memory: Memory, today: dt.date | None = None) -> str | None:
@@ -886,7 +920,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         line = bullet_of(memory, names, memory.id in replacing) if memory else text
         if normal(bare(line)) in said:
             continue
-        sections.setdefault(title, Section(title)).bullets.append(line)
+        _add(sections.setdefault(title, Section(title)), line)
         said.update({normal(text), normal(bare(line))})
         changed.add(title)
         report.added += 1
@@ -916,6 +950,17 @@ def own_turns(store: ProjectionStore) -> list[tuple[str, str, str]]:
     long = long_turns(store.db, [turn.event_id for turn in turns])
     return [(turn.ref or turn.event_id, display_name(turn.name or turn.role),
              strip_injected(turn.text)) for turn in turns if turn.event_id not in long]
+
+
+def _add(section: Section, line: str) -> None:
+    """``line`` at the end of ``section``; in Workflows, in place of a routine of the same
+    person and activity (:func:`_same_routine`): said again, maybe changed, the newer line
+    stands."""
+    same = _same_routine(section.bullets, line) if section.title == WORKFLOW.section else None
+    if same is None:
+        section.bullets.append(line)
+    else:
+        section.bullets[same] = line
 
 
 def _write_families(sections: dict[str, Section], family: Family, changed: set[str]) -> None:
