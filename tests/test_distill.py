@@ -119,6 +119,15 @@ def test_candidates_get_a_subject_key(exported_model: Path) -> None:
     assert with_attributes(candidates, ["Sam"] * 3, None) == candidates   # no model: as is
 
 
+@pytest.mark.parametrize("said", ["I live in Porto now.", "I'm living in Porto.",
+                                  "I'm currently living in Porto, and I love it.",
+                                  "I am still living in Porto.", "I now live in Porto."])
+def test_where_someone_lives_has_its_key_with_an_adverb_too(said: str) -> None:
+    from workers.mining.text import subject_key
+
+    assert subject_key(said, "Ana") == "ana|home"
+
+
 def test_pets_and_vehicles_have_a_current_value_per_kind(exported_model: Path) -> None:
     """A new rabbit replaces the rabbit, not the hamster; a statement about "the <thing>"
     is kept only if it sets an attribute (and never without the model)."""

@@ -152,7 +152,7 @@ def speaker_key(speaker: str) -> str:
 # (pattern over the lower-cased sentence, attribute); a group in the attribute is filled in
 _SUBJECTS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), a) for p, a in (
     (r"\bmy name is\b|\bi(?:'m| am) called\b|\bcall me\b", "name"),
-    (r"\bi(?: live| am living|'m living| now live) in\b"
+    (r"\bi(?:'m| am)? (?:(?:currently|still|now) )?(?:live|living) in\b"
      r"|\bi(?:'ve| have)? (?:just )?(?:moved|relocated) to\b|\bmy home is in\b", "home"),
     (r"\bi(?: work|'m working| am working) (?:at|for)\b|\bi(?:'m| am) employed (?:at|by)\b"
      r"|\bmy employer is\b", "employer"),
