@@ -261,8 +261,15 @@ def _keeps_up(text: str, line: str) -> bool:
     say what he plays, what she goes to)."""
     if not KEPT_UP.search(line) or INTENDS.match(text) or _FEELS.match(text):
         return False
+    return len(content_words(_done(line))) >= 2
+
+
+def _done(line: str) -> str:
+    """What a routine's ``line`` says is done: its first clause past its person, up to how
+    often or how long ("… has been taking Japanese cooking classes since April" → "has been
+    taking Japanese cooking classes")."""
     clause = re.sub(WHO, "", _CLAUSE_END_OR_AND.split(line, maxsplit=1)[0], count=1)
-    return len(content_words(_HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0])) >= 2
+    return _HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0]
 
 
 # what a routine's line says is done, in its uncommon words (Zipf ≤ :data:`_RARE`) before
@@ -278,8 +285,7 @@ def routine_of(line: str) -> frozenset[str]:
     "zumba" for "… has been going to Zumba on Tuesdays and Thursdays" and for "… has been
     attending Zumba classes at the local community center for the past 3 months"; none of
     "guitar lessons" and "piano lessons" are the same."""
-    clause = re.sub(WHO, "", _CLAUSE_END_OR_AND.split(line, maxsplit=1)[0], count=1)
-    words = content_words(_HOW_OFTEN_OR_LONG.split(clause, maxsplit=1)[0])
+    words = content_words(_done(line))
     if words and words[0].endswith("ing"):
         words = words[1:]
     return frozenset(w for w in words if w not in _ANY_ACTIVITY and zipf(w) <= _RARE)
