@@ -11,7 +11,8 @@ merged into a new MEMORY.md (``LongTermRewritten``).
   ``##`` section per kind of memory (:data:`ORDER`: Profile, People, Preferences, Projects,
   Tools, Workflows, Plans, and Notes for journal lines that are not typed memories; other
   sections a person wrote are kept). A new entry joins its section as a bullet unless the
-  section already says it (same normal form). Over :data:`TARGET` characters (under the
+  section already says it (same normal form); a routine said again takes the place of its
+  activity's earlier line in Workflows (:func:`_add`). Over :data:`TARGET` characters (under the
   12,288 cap) the oldest bullet of the longest section goes first, until it fits.
 - **Themes**, after Profile, are written anew each time from all active mined statements:
   what each speaker keeps coming back to (:func:`theme_lines`, :mod:`.themes`), each a
@@ -200,9 +201,10 @@ def _section_for(memory: Memory, names: frozenset[str] = frozenset(),
     statement of what happened one day (its journal keeps it). A person's own notes and
     typed work memories always join; a mined life statement joins only when it is a
     current value (it has a subject key), or says a like, a relationship (not what someone
-    close feels or will do: :data:`_PASSING`) or a dated plan of the person it names, and
-    is no event (:func:`..mining.statements.is_event`: dated, or told in the past tense),
-    read past an opening marker (:func:`projections.readable.without_discourse`).
+    close feels or will do: :data:`_PASSING`), a dated plan of the person it names or a
+    routine they keep up (:func:`_keeps_up`: Workflows), and is no event
+    (:func:`..mining.statements.is_event`: dated, or told in the past tense), read past an
+    opening marker (:func:`projections.readable.without_discourse`).
     ``names``: the home's speakers (casefolded); when given, such a statement must begin
     with one of them; a current value must say one
     (:func:`..mining.values.states_a_value`: it names its person and is no intention —
