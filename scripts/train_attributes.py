@@ -1,8 +1,10 @@
 """Train the attribute classifier (workers/mining/attributes.py) and write its weights.
 
     python scripts/train_attributes.py [--max-none-rate 0.05] [--with-longmemeval] [--check-only]
+        [--out PATH]
 
-Data: the registry's examples (one class per attribute) and, as *none*, the clauses of the
+Data: the registry's examples (one class per attribute, and one per way of saying it,
+``also``) and, as *none*, the clauses of the
 statements mining draws from the LoCoMo dev conversations (``../shared/bench/locomo``);
 ``--with-longmemeval`` adds the user's turns of the LongMemEval dev sample
 (``../shared/bench/longmemeval``: an assistant chat's topical statements, "the user is going
@@ -32,13 +34,12 @@ sys.path.insert(0, str(REPO))
 
 from projections.embedding import OnnxEmbedder  # noqa: E402
 from workers.mining.attributes import (  # noqa: E402
-    ATTRIBUTES,
-    DECOYS,
     LABELS,
     NONE,
     WEIGHTS,
     Classifier,
     clauses,
+    examples_by_label,
     softmax,
 )
 from workers.mining.chunks import Turn  # noqa: E402
@@ -118,9 +119,11 @@ def main() -> None:
     parser.add_argument("--with-longmemeval", action="store_true",
                         help="LongMemEval dev statements as none too (not the installed weights)")
     parser.add_argument("--check-only", action="store_true", help="write nothing")
+    parser.add_argument("--out", type=Path, default=WEIGHTS,
+                        help="where to write the weights (default: the installed ones)")
     args = parser.parse_args()
     embed = embedder(args.models)
-    examples = [(e, LABELS.index(a.key)) for a in (*ATTRIBUTES, *DECOYS) for e in a.examples]
+    examples = [(e, LABELS.index(label)) for e, label in examples_by_label()]
     x_pos = embed.embed([e for e, _ in examples])
     y_pos = np.array([k for _, k in examples])
     none = LABELS.index(NONE)
@@ -164,9 +167,9 @@ def main() -> None:
           f"attribute <= {args.max_none_rate})")
     _check_generator(_Fitted(embed, w, b, threshold))
     if not args.check_only:
-        np.savez_compressed(WEIGHTS, w=w.astype(np.float32), b=b.astype(np.float32),
+        np.savez_compressed(args.out, w=w.astype(np.float32), b=b.astype(np.float32),
                             labels=np.array(LABELS), threshold=np.float32(threshold))
-        print(f"wrote {WEIGHTS.relative_to(REPO)} ({WEIGHTS.stat().st_size} bytes)")
+        print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
 
 
 def _check_generator(classifier: Classifier) -> None:

@@ -14,7 +14,16 @@ from projections.memories import Memory, list_memories
 from projections.vector_cache import pending_count
 from workers.eval.changed_facts import generate
 from workers.eval.dataset import write_layout
-from workers.mining.attributes import Classifier, with_attributes
+from workers.mining.attributes import (
+    ALSO,
+    LABELS,
+    NONE,
+    Classifier,
+    clauses,
+    examples_by_label,
+    names_a_place,
+    with_attributes,
+)
 from workers.mining.candidates import Candidate
 from workers.mining.distribute import LocalExtractor
 from workers.schedule import run_night
@@ -126,6 +135,53 @@ def test_where_someone_lives_has_its_key_with_an_adverb_too(said: str) -> None:
     from workers.mining.text import subject_key
 
     assert subject_key(said, "Ana") == "ana|home"
+
+
+def test_where_someone_is_and_what_they_do_said_plainly(exported_model: Path) -> None:
+    """An assistant chat's user says where they are and what they do in passing ("I'm in
+    …", "I'm located in <zip code>", "I just got promoted to …"); mined, "The user" reads
+    as the person ("Someone"), as a name does."""
+    found = classifier(exported_model).attributes([
+        ("The user is located in 60614.", "user"),
+        ("The user is in Minneapolis, and the user is looking for a good bakery.", "user"),
+        ("The user just got promoted to charge nurse.", "user"),
+        ("The user is looking for a good bakery.", "user")])
+    assert found == ["home", "home", "job", ""]
+    assert clauses("The user's cat is Luna.", "user") == ["Someone's cat is Luna."]
+
+
+def test_a_way_of_saying_an_attribute_adds_to_its_probability(tmp_path: Path) -> None:
+    """An attribute's ``also`` examples are a class of their own ("home~"), whose
+    probability the classifier adds to the attribute's: a clause half "moved to" and half
+    "is in" is a home, not two halves under the threshold."""
+    import numpy as np
+
+    class Embedder:
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    weights = tmp_path / "w.npz"
+    np.savez(weights, w=np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]), b=np.zeros(3),
+             labels=np.array(["home", "home" + ALSO, NONE]), threshold=np.float32(0.6))
+    found = Classifier(Embedder(), weights).scored([("Ana is in Tallinn.", "Ana")])
+    assert found[0][1] == "home" and found[0][0] > 0.7     # 0.42 + 0.42, not 0.42
+    assert ("Someone is in Denver.", "home" + ALSO) in examples_by_label()
+    assert LABELS.count("home" + ALSO) == 1 and "home" + ALSO not in {
+        label for _, label in examples_by_label() if label == "job"}
+
+
+def test_a_home_names_a_place(exported_model: Path) -> None:
+    """Where someone lives is a place with a name or a number: "the downtown area" says
+    where in no town, and would replace a home that does."""
+    candidates = [Candidate("user_preference", "The user is in the downtown area.", turns=[1]),
+                  Candidate("user_preference", "The user is in the city, near the river.",
+                            turns=[2]),
+                  Candidate("user_preference", "The user is in downtown Minneapolis.",
+                            turns=[3])]
+    out = with_attributes(candidates, ["user"] * 3, classifier(exported_model))
+    assert [c.subject for c in out] == ["", "", "user|home"]
+    assert names_a_place("Big news: Ana packed up and moved to Tallinn.", "Ana")
+    assert not names_a_place("Ana is in the city centre. The boxes are everywhere.", "Ana")
 
 
 def test_pets_and_vehicles_have_a_current_value_per_kind(exported_model: Path) -> None:
@@ -1289,6 +1345,15 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
     ("John had to reach out to several businesses, but it paid off.", "john|employer", False),
     ("The user worked as a marketing specialist before quitting the job.", "the user|employer",
      False),
+    # what was and is no more; not what the person has got used to
+    ("The user used to live in San Francisco, so the user knows its coffee scene.",
+     "the user|home", False),
+    ("The user is still getting used to being a team lead.", "the user|job", True),
+    # a curiosity is no holding; a value whose person is named only after ", so"
+    ("The user is curious about the sour beers.", "the user|favourite drink", False),
+    ("The moving date is set for April 3rd, so the user still has some time.",
+     "the user|deadline", False),
+    ("Ravi's thesis is due on April 3rd, so Ravi is busy.", "ravi|deadline", True),
     # a happening that sets the value, or goes on to it, or is of what it names
     ("The user got a new bike on 28 May 2023.", "the user|bike", True),
     ("Maria adopted a puppy around 28 July 2023.", "maria|dog", True),
@@ -1343,6 +1408,9 @@ def test_a_partner_value_says_it_is_a_partner(statement: str, subject: str,
     ("Ravi is really interested in the new Pixel phone.", "ravi|phone", False),
     ("Ravi is particularly interested in jazz piano.", "ravi|hobby", True),
     ("The user has a Trek FX 3 hybrid bike.", "the user|bike", True),
+    # learning about a thing neither ("… managing money" is no job); of a taste it is
+    ("The user has been trying to learn more about managing money.", "the user|job", False),
+    ("Ravi is learning about jazz piano.", "ravi|hobby", True),
 ])
 def test_an_interest_in_a_thing_is_no_current_value_of_it(statement: str, subject: str,
                                                           value: bool) -> None:

@@ -53,9 +53,15 @@ class Attribute:
     lives in one place and has one job, but takes up a second hobby beside the first, and
     a new allergy is one more, not one instead (dropping a true allergy on a guess would
     be the worst mistake memory could make). ``dated``: the value is a day, so a statement
-    that names none sets none ("some of the user's tasks have deadlines"). ``says``: words
-    one of which a statement of the attribute says of its person (:func:`says_its_word`),
-    for an attribute the classifier hears in what is about someone else."""
+    that names none sets none ("some of the user's tasks have deadlines"). ``named``: the
+    value is a place, so a clause that names none — no proper name, no number — sets none
+    ("… is in the city centre", "… has been renting a small apartment for years").
+    ``says``: words one of which a statement of the attribute says of its person
+    (:func:`says_its_word`), for an attribute the classifier hears in what is about someone
+    else. ``also``: examples of the attribute said another way — a state held ("Someone is
+    in Denver") where ``examples`` mostly say a change ("Someone moved to Madrid") —, trained
+    as a class of their own (:data:`ALSO`) whose probability adds to the attribute's: one
+    linear class spreads its weight between two such ways, and each way then scores low."""
 
     key: str
     label: str
@@ -63,7 +69,9 @@ class Attribute:
     kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
     change: str = REPLACES
     dated: bool = False
+    named: bool = False
     says: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -78,7 +86,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone's place is near the harbour in Kiel.", "Someone is moving to Perth next week.",
         "Someone just bought a house in Bristol.",
         "Someone's flat overlooks the canal in Utrecht.", "Someone moved back to the countryside.",
-        "Someone now rents a cottage in Cornwall.")),
+        "Someone now rents a cottage in Cornwall."),
+        named=True,
+        also=("Someone is in Denver.", "Someone is located in Ottawa.",
+              "Someone is in the Phoenix area.", "Someone's zip code is 80205.",
+              "Someone is in postcode LS6.", "Someone is currently living in Leeds.",
+              "Someone is from Austin and still lives there.",
+              "Someone has lived in Vancouver for six years.")),
     Attribute("job", "job", (
         "Someone works as a nurse.", "Someone is a software engineer.",
         "Someone got a new job as a teacher.", "Someone's job is driving trucks.",
@@ -99,7 +113,12 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         "Someone runs the front desk at a hotel.", "Someone is a civil engineer.",
         "Someone has been an estate agent for years.", "Someone is a bookseller.",
         "Someone works as a midwife.", "Someone is a data analyst.",
-        "Someone guides tours at the castle for a living.", "Someone is a receptionist.")),
+        "Someone guides tours at the castle for a living.", "Someone is a receptionist."),
+        also=("Someone is a project manager now.", "Someone leads a team of developers.",
+              "Someone has been teaching for over a decade.",
+              "Someone runs a landscaping business.",
+              "Someone was promoted to operations manager.", "Someone is a tax lawyer.",
+              "Someone is still getting used to being a team lead.")),
     Attribute("employer", "employer", (
         "Someone works at Siemens.", "Someone joined a startup called Brightlane.",
         "Someone's employer is the city council.", "Someone got hired by Google.",
@@ -267,7 +286,20 @@ NONE = "none"
 # changed-facts generator's, every one a change, the lowest scores 0.49 ("… these days
 # it's oat flat white", a drink).
 CHANGE_THRESHOLD = 0.45
-LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES), *(d.key for d in DECOYS), NONE)
+# the class of an attribute's examples said another way (:attr:`Attribute.also`): its key and
+# this mark ("home~")
+ALSO = "~"
+LABELS: tuple[str, ...] = (*(a.key for a in ATTRIBUTES),
+                           *(a.key + ALSO for a in ATTRIBUTES if a.also),
+                           *(d.key for d in DECOYS), NONE)
+
+
+def examples_by_label() -> list[tuple[str, str]]:
+    """(example, label) for every example the classifier is trained on: each attribute's
+    and decoy's under its key, an attribute's :attr:`~Attribute.also` under its ALSO
+    class."""
+    return [*((e, a.key) for a in (*ATTRIBUTES, *DECOYS) for e in a.examples),
+            *((e, a.key + ALSO) for a in ATTRIBUTES for e in a.also)]
 _SPLIT = re.compile(r"([,;:]|\s(?:and|but|so|because|while|though)\s)", re.IGNORECASE)
 
 
@@ -295,9 +327,9 @@ def clauses(statement: str, who: str) -> list[str]:
     elsewhere ("especially …", "like …") only in the whole statement, when it is read.
     """
     text = statement
-    if who:  # "Lucas' evenings" → "Someone's evenings"
-        text = re.sub(rf"\b{re.escape(who)}'(?!\w)", f"{SOMEONE}'s", text)
-        text = re.sub(rf"\b{re.escape(who)}\b", SOMEONE, text)
+    if who:  # "Lucas' evenings" → "Someone's evenings"; "The user" (speaker "user") too
+        text = re.sub(rf"\b(?:[Tt]he )?{re.escape(who)}'(?!\w)", f"{SOMEONE}'s", text)
+        text = re.sub(rf"\b(?:[Tt]he )?{re.escape(who)}\b", SOMEONE, text)
     text = _DATE.sub("", text)
     pieces = _SPLIT.split(text)             # part, separator, part, …
     parts, chain = [pieces[0]], pieces[0]
@@ -330,6 +362,18 @@ _THE_PERSON = re.compile(rf"\b{SOMEONE}\b(?!['’])")
 # A clause that opens with one of these, or with a name, has a subject of its own
 _OWN_SUBJECT = re.compile(r"(?:(?:he|she|they|it|we|you|who|whose|which|that|this|these"
                           r"|those|the|a|an|his|her|their|its|there|one)\b|[A-Z])")
+
+
+# a name that opens no sentence ("Someone", the person, aside) or a number: "… is located in
+# 95123", "… found a flat in Carlton"
+_A_NAME = re.compile(rf"(?<!^)(?<![.!?:]\s)\b(?!{SOMEONE}\b)[A-Z][\w'’-]*|\d")
+
+
+def names_a_place(statement: str, who: str) -> bool:
+    """Whether a statement names something besides its person (``who``) — a proper name
+    that opens no sentence, or a number —, as a place a person lives in has one ("… is in
+    the downtown area" says where in no town)."""
+    return bool(_A_NAME.search(clauses(statement, who)[-1].strip()))
 
 
 def names_them(clause: str, who: str) -> bool:
@@ -405,7 +449,12 @@ class Classifier:
                     flat.append(clause)
         if not flat:
             return index, flat, None
-        return index, flat, softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
+        probs = softmax(np.asarray(self.embedder.embed(flat)) @ self.w + self.b)
+        for k, label in enumerate(self.labels):   # a way of saying it adds to its attribute
+            if label.endswith(ALSO) and label[:-len(ALSO)] in self.labels:
+                probs[:, self.labels.index(label[:-len(ALSO)])] += probs[:, k]
+                probs[:, k] = 0.0
+        return index, flat, probs
 
 
 def softmax(z: Any) -> Any:
@@ -454,6 +503,8 @@ def with_attributes(candidates: list[Candidate], speakers: list[str],
             continue
         if by_key[key].dated and not _A_DAY.search(candidates[i].content):
             continue      # "… wants to start tracking the delivery date": no day
+        if by_key[key].named and not names_a_place(candidates[i].content, speakers[i]):
+            continue      # "… is in the city centre": no place
         label = label_of(by_key[key], candidates[i].content)
         out[i] = replace(candidates[i], subject=f"{who}|{label}", needs_attribute=False)
     return [c for c in out if c is not None and not c.needs_attribute]

@@ -63,25 +63,34 @@ _TROUBLE = re.compile(r"\b(?:having|had|has|have|facing|experiencing|dealing wit
 # but … likes spicy food", whose value is the next clause's)
 _BEFORE = re.compile(r"^(?!.*\bnever\b).*\b(?:has|have|had)\b.*\b(?:before|in the past)\W*$",
                      re.IGNORECASE)
-_NOT_NOW = (_WOULD, _TROUBLE, _BEFORE)
+# … or what the person did once and no more ("… used to live in San Francisco"; not "… is
+# still getting used to being a senior manager", which they are now)
+_USED_TO = re.compile(r"(?<!\bget )(?<!\bgets )(?<!\bgot )(?<!\bgetting )(?<!\bam )(?<!\bis )"
+                      r"(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )\bused to\b",
+                      re.IGNORECASE)
+_NOT_NOW = (_WOULD, _TROUBLE, _BEFORE, _USED_TO)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
-# considering the swim membership", "… is interested in trying the rice bowl", "… has been
-# meaning to try out some bike accessories", "… needs to restock the tackle box"), or what
+# considering the swim membership", "… is curious about the sour beers", "… is interested in
+# trying the rice bowl", "… has been meaning to try out some bike accessories", "… needs to
+# restock the tackle box"), or what
 # the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
 # "… never knew there were so many coffee options"): no state of the person's, and no plan
 NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|ha(?:s|ve) (?:(?:also"
                    r"|really|just|actually) )*been) (?:(?:really"
                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
                    r"|currently) )*(?:looking (?:for|to|into)|hoping|considering"
-                   r"|thinking (?:of|about)|wondering|trying to (?:decide|figure out|find)"
+                   r"|thinking (?:of|about)|wondering|curious (?:about|to)"
+                   r"|trying to (?:decide|figure out|find)"
                    r"|interested in \w+ing|meaning to|wanting to)|needs? to|(?:has|had) heard"
                    r"|never knew)\b")
 
 
-# An interest in a thing is no holding of it ("The user is interested in the Thule Evo 2
-# Bike Carrier" is no bike); of a taste it is the value ("… is interested in jazz")
-INTERESTED = re.compile(WHO + rf"(?:is|are) {_ADVERBS}(?:(?:particularly|quite) )?"
-                        r"interested in\b")
+# An interest in a thing, or learning about it, is no holding of it ("The user is interested
+# in the Thule Evo 2 Bike Carrier" is no bike, "… has been trying to learn more about
+# managing their money" no job); of a taste it is the value ("… is interested in jazz")
+INTERESTED = re.compile(WHO + rf"(?:(?:is|are) {_ADVERBS}(?:(?:particularly|quite) )?"
+                        r"interested in|(?:(?:is|are|has been|have been) )?(?:trying to learn"
+                        r"|learning)(?: more)? about)\b")
 
 
 def states_a_value(memory: Memory, names: frozenset[str] = frozenset()) -> bool:
@@ -197,6 +206,10 @@ def sets_nothing(subject: str, statement: str) -> bool:
 _NAME_WORD = re.compile(r"[A-Za-z][\w-]*(?:['’]s?)?")
 
 
+# a clause that says what follows from the one before, or why
+_CONSEQUENCE = re.compile(r",\s+(?:so|because|since)\s+", re.IGNORECASE)
+
+
 def names_its_person(text: str, names: frozenset[str]) -> bool:
     """Whether a current value's first clause names a speaker as one who does or is
     something — a name that is no possessive ("… the parrot Ravi adopted"), or one that
@@ -204,9 +217,11 @@ def names_its_person(text: str, names: frozenset[str]) -> bool:
     them in passing, where the attribute the classifier heard is no fact about them ("Pets
     have a way of brightening Joanna's days", "Marrying Melanie's partner was the best
     part"), or only in a later clause ("The team has been really nice and John is having
-    fun": :data:`projections.readable.NEXT_CLAUSE`)."""
+    fun": :data:`projections.readable.NEXT_CLAUSE`; "The moving date is set for April 3rd,
+    so the user still has some time": :data:`_CONSEQUENCE`)."""
     first = NEXT_CLAUSE.split(first_sentence(without_lead_in(" ".join(text.split()))),
                                 maxsplit=1)[0]
+    first = _CONSEQUENCE.split(first, maxsplit=1)[0]
     if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
         return True
     names = names - {"the"}     # "the" stands for "The user", found above
