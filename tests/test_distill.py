@@ -1452,6 +1452,9 @@ def test_an_interest_in_a_thing_is_no_current_value_of_it(statement: str, subjec
     ("Sophia and the user might want to take a stroll after coffee.", False),  # a guess
     ("The user's partner and the user are planning to move in together.", False),
     ("Speaking of pets, Maria has a new kitten.", True),
+    # its person as the owner who opens it, as "Ravi's cat …" does; not in passing
+    ("The user's car is a Toyota Corolla.", True),
+    ("Pets have a way of brightening the user's days.", False),
     ("Ravi's fix was: store UTC and use fold for the hour.", False),  # no one after the colon
     # an adverb after "is" or "has" changes nothing
     ("The user is actually planning to do some hiking in the area.", False),

@@ -222,8 +222,9 @@ def names_its_person(text: str, names: frozenset[str]) -> bool:
     first = NEXT_CLAUSE.split(first_sentence(without_lead_in(" ".join(text.split()))),
                                 maxsplit=1)[0]
     first = _CONSEQUENCE.split(first, maxsplit=1)[0]
-    if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE):
-        return True
+    if re.search(r"\bthe user\b(?!['’])", first, re.IGNORECASE) \
+            or re.match(r"the user['’]s?\s", first, re.IGNORECASE):
+        return True       # … or opens it as its owner, as a name does ("The user's car is …")
     names = names - {"the"}     # "the" stands for "The user", found above
     words = _NAME_WORD.findall(first)
     if words and first_word(words[0]) in names:
