@@ -1542,6 +1542,12 @@ def test_a_routine_s_line_ends_before_the_next_clause_and_fades_as_a_phase() -> 
                        " user has noticed that dairy products make the user bloated.",
                        "user|allergy", at="2023-03-10T10:00:00Z")
     assert "dairy products make the user bloated" in bullet_of(dairy)
+    # … but a taste's says itself first: a hobby kept up is cut as any routine
+    pottery = mined_line("The user has been taking pottery classes on Saturdays for a while"
+                         " now, and the user has been thinking about trying a wheel.",
+                         "user|hobby", at="2023-05-23T10:00:00Z")
+    assert bullet_of(pottery).startswith("The user has been taking pottery classes on"
+                                         " Saturdays for a while now (")
 
 
 def test_a_night_writes_a_routine_into_workflows(home: Home, tmp_path: Path) -> None:

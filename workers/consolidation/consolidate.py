@@ -542,14 +542,17 @@ def statement_of(memory: Memory) -> str:
     points out of itself past its first clause (:func:`projections.readable.points_out`) is
     cut before the clause that does, when what is left reads on its own. Words that lean
     on the conversation go (:func:`projections.readable.without_leaning`: "also", "too").
-    A routine (:data:`KEPT_UP`; no value, which may say itself later: "… has been tracking
-    food intake for a while now, and … noticed that dairy products make the user bloated")
-    ends where a clause with a subject of its own begins (:func:`_first_clause`: "… twice a
-    week for a month now, and the user has noticed …")."""
+    A routine (:data:`KEPT_UP`; no value but a taste's, which says itself in its first
+    clause; another may say itself later: "… has been tracking food intake for a while now,
+    and … noticed that dairy products make the user bloated") ends where a clause with a
+    subject of its own begins (:func:`_first_clause`: "… twice a week for a month now, and
+    the user has noticed …"; "… taking sculpting classes on Saturdays for a while now, and
+    the user has been thinking about …")."""
     if memory.source in NOT_MINED:
         return _plain(memory.content)
     line = without_leaning(_stated(memory))
-    if memory.type == PREFERENCE.name and not memory.subject and KEPT_UP.search(line):
+    if memory.type == PREFERENCE.name and (not memory.subject or is_taste(memory.subject)) \
+            and KEPT_UP.search(line):
         return _first_clause(line)   # a routine, without ", and the user has noticed …"
     return line
 
