@@ -137,6 +137,15 @@ def test_where_someone_lives_has_its_key_with_an_adverb_too(said: str) -> None:
     assert subject_key(said, "Ana") == "ana|home"
 
 
+@pytest.mark.parametrize("said", ["I live in fear of spiders.", "I moved to the countryside.",
+                                  "I'm living in the moment these days."])
+def test_a_home_said_with_no_place_has_no_key(said: str) -> None:
+    """As the classifier's home (:attr:`Attribute.named`), the pattern's names its place."""
+    from workers.mining.text import subject_key
+
+    assert subject_key(said, "Ana") == ""
+
+
 def test_where_someone_is_and_what_they_do_said_plainly(exported_model: Path) -> None:
     """An assistant chat's user says where they are and what they do in passing ("I'm in
     …", "I'm located in <zip code>", "I just got promoted to …"); mined, "The user" reads

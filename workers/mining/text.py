@@ -163,14 +163,20 @@ _SUBJECTS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), a) for p, a in (
     (r"\bi use ([a-z0-9+#.-]+) as my ([a-z]+)\b", "{1}"),
 )]
 _PREFER = re.compile(r"\bi (?:now )?prefer (.+)")
+_A_PLACE = re.compile(r"\b(?!I\b)[A-Z][\w'’-]*|\d")     # "Porto", "95123"; not "I"
 
 
 def subject_key(sentence: str, speaker: str = "") -> str:
-    """``who|attribute`` for a single-valued attribute the sentence sets, else ""."""
+    """``who|attribute`` for a single-valued attribute the sentence sets, else "". A home
+    names its place after the words that say it, by a name or a number ("I live in fear of
+    spiders" says none)."""
     low = folded(sentence)
     for pattern, attribute in _SUBJECTS:
         found = pattern.search(low)
         if found:
+            after = sentence[found.end():] if len(low) == len(sentence) else sentence
+            if attribute == "home" and not _A_PLACE.search(after):
+                continue
             return f"{speaker_key(speaker)}|{attribute.format(*found.groups())}"
     prefer = _PREFER.search(low)
     if prefer:  # "prefer tabs over spaces" and "prefer spaces over tabs" set one thing
