@@ -32,7 +32,7 @@ from events.memory_types import PREFERENCE, PROFILE
 from projections.relative_time import DAY_NAME, MONTH_NAME
 
 from .candidates import Candidate
-from .text import speaker_key
+from .text import names_something, speaker_key
 
 WEIGHTS = Path(__file__).with_name("attributes.npz")
 SOMEONE = "Someone"
@@ -54,8 +54,9 @@ class Attribute:
     a new allergy is one more, not one instead (dropping a true allergy on a guess would
     be the worst mistake memory could make). ``dated``: the value is a day, so a statement
     that names none sets none ("some of the user's tasks have deadlines"). ``named``: the
-    value is a place, so a clause that names none — no proper name, no number — sets none
-    ("… is in the city centre", "… has been renting a small apartment for years").
+    value is a place, so a statement that names none besides its person — no proper name,
+    no number — sets none ("… is in the city centre", "… has been renting a small apartment
+    for years": :func:`names_a_place`).
     ``says``: words one of which a statement of the attribute says of its person
     (:func:`says_its_word`), for an attribute the classifier hears in what is about someone
     else. ``also``: examples of the attribute said another way — a state held ("Someone is
@@ -364,16 +365,12 @@ _OWN_SUBJECT = re.compile(r"(?:(?:he|she|they|it|we|you|who|whose|which|that|thi
                           r"|those|the|a|an|his|her|their|its|there|one)\b|[A-Z])")
 
 
-# a name that opens no sentence ("Someone", the person, aside) or a number: "… is located in
-# 95123", "… found a flat in Carlton"
-_A_NAME = re.compile(rf"(?<!^)(?<![.!?:]\s)\b(?!{SOMEONE}\b)[A-Z][\w'’-]*|\d")
-
-
 def names_a_place(statement: str, who: str) -> bool:
-    """Whether a statement names something besides its person (``who``) — a proper name
-    that opens no sentence, or a number —, as a place a person lives in has one ("… is in
-    the downtown area" says where in no town)."""
-    return bool(_A_NAME.search(clauses(statement, who)[-1].strip()))
+    """Whether a statement names something besides its person (``who``:
+    :func:`.text.names_something`), as a place a person lives in has one ("… is located in
+    95123", "… found a flat in Carlton"; "… is in the downtown area" says where in no
+    town)."""
+    return names_something(clauses(statement, who)[-1], besides=SOMEONE)
 
 
 def names_them(clause: str, who: str) -> bool:

@@ -163,7 +163,15 @@ _SUBJECTS: list[tuple[re.Pattern[str], str]] = [(re.compile(p), a) for p, a in (
     (r"\bi use ([a-z0-9+#.-]+) as my ([a-z]+)\b", "{1}"),
 )]
 _PREFER = re.compile(r"\bi (?:now )?prefer (.+)")
-_A_PLACE = re.compile(r"\b(?!I\b)[A-Z][\w'’-]*|\d")     # "Porto", "95123"; not "I"
+# a name that opens no sentence (nor "I") or a number: "Porto", "95123"
+_A_NAME = re.compile(r"(?<!^)(?<![.!?:]\s)\b(?!I\b)[A-Z][\w'’-]*|\d")
+
+
+def names_something(text: str, besides: str = "") -> bool:
+    """Whether ``text`` names something — a proper name that opens no sentence, other than
+    ``besides``, or a number ("… in Porto", "… in 95123"; not "… in the city centre")."""
+    return any(re.sub(r"['’]s?$", "", found.group()) != besides
+               for found in _A_NAME.finditer(text))
 
 
 def subject_key(sentence: str, speaker: str = "") -> str:
@@ -175,7 +183,7 @@ def subject_key(sentence: str, speaker: str = "") -> str:
         found = pattern.search(low)
         if found:
             after = sentence[found.end():] if len(low) == len(sentence) else sentence
-            if attribute == "home" and not _A_PLACE.search(after):
+            if attribute == "home" and not names_something(after):
                 continue
             return f"{speaker_key(speaker)}|{attribute.format(*found.groups())}"
     prefer = _PREFER.search(low)

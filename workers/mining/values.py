@@ -72,9 +72,9 @@ _NOT_NOW = (_WOULD, _TROUBLE, _BEFORE, _USED_TO)
 # A wish or a need ("… is looking for a moving company", "… would like to know", "… is
 # considering the swim membership", "… is curious about the sour beers", "… is interested in
 # trying the rice bowl", "… has been meaning to try out some bike accessories", "… needs to
-# restock the tackle box"), or what
-# the person has only heard or just learnt ("… has heard great things about Memphis BBQ",
-# "… never knew there were so many coffee options"): no state of the person's, and no plan
+# restock the tackle box"), or what the person has only heard or just learnt ("… has heard
+# great things about Memphis BBQ", "… never knew there were so many coffee options"): no
+# state of the person's, and no plan
 NEEDS = re.compile(WHO + r"(?:would like|'d like|’d like|(?:is|are|was|were|ha(?:s|ve) (?:(?:also"
                    r"|really|just|actually) )*been) (?:(?:really"
                    r"|particularly|very|also|definitely|actually|seriously|still|now|even"
