@@ -157,6 +157,7 @@ def test_where_someone_is_and_what_they_do_said_plainly(exported_model: Path) ->
         ("The user is looking for a good bakery.", "user")])
     assert found == ["home", "home", "job", ""]
     assert clauses("The user's cat is Luna.", "user") == ["Someone's cat is Luna."]
+    assert clauses("Later the user moved to Leeds.", "me") == ["Later Someone moved to Leeds."]
 
 
 def test_a_way_of_saying_an_attribute_adds_to_its_probability(tmp_path: Path) -> None:

@@ -830,9 +830,9 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
     mined = memory.source not in NOT_MINED
     named = _mined_statement(memory) if mined else text
     headline = main_clause(first_sentence(_plain(memory.content)))   # "Big news: the user …"
+    stated = _stated(memory) if mined else text
     return (memory.content, text, first_sentence(text), without_discourse(text), named,
-            headline, _stated(memory) if mined else text,
-            without_leaning(_stated(memory)) if mined else text)
+            headline, stated, without_leaning(stated) if mined else text)
 
 
 def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:

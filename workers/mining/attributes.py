@@ -32,6 +32,7 @@ from events.memory_types import PREFERENCE, PROFILE
 from projections.relative_time import DAY_NAME, MONTH_NAME
 
 from .candidates import Candidate
+from .statements import display_name
 from .text import names_something, speaker_key
 
 WEIGHTS = Path(__file__).with_name("attributes.npz")
@@ -328,9 +329,11 @@ def clauses(statement: str, who: str) -> list[str]:
     elsewhere ("especially …", "like …") only in the whole statement, when it is read.
     """
     text = statement
-    if who:  # "Lucas' evenings" → "Someone's evenings"; "The user" (speaker "user") too
-        text = re.sub(rf"\b(?:[Tt]he )?{re.escape(who)}'(?!\w)", f"{SOMEONE}'s", text)
-        text = re.sub(rf"\b(?:[Tt]he )?{re.escape(who)}\b", SOMEONE, text)
+    if who:  # "Lucas' evenings" → "Someone's evenings"; as mining names them ("The user")
+        name = re.escape(display_name(who))
+        name = f"(?i:{name[0]}){name[1:]}"       # "the user" where it opens no sentence
+        text = re.sub(rf"\b{name}'(?!\w)", f"{SOMEONE}'s", text)
+        text = re.sub(rf"\b{name}\b", SOMEONE, text)
     text = _DATE.sub("", text)
     pieces = _SPLIT.split(text)             # part, separator, part, …
     parts, chain = [pieces[0]], pieces[0]
