@@ -93,16 +93,45 @@ def test_a_speaker_s_own_words_name_their_people_in_any_sentence() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "My son, Thankfully he is fine now.",     # no name: a word after a comma
-    "I'll see my mom Monday.",                # a day
+    "I'll see my mom Monday.",                # a day, and a parent only with a name
     "My friend Ana is a nurse.",              # no kin
     "My late dog Rex loved the beach.",       # gone
     "My dog walker Sam is late again.",       # half of another noun
-    "My kids love the park.",                 # no name, said once
-    "Thankfully, my son's ok.",               # an adverb before a comma: no apposition
+    "Our kids are our future.",               # "our": maybe everyone's
 ])
-def test_own_words_without_a_name_of_their_own_add_no_one(text: str) -> None:
+def test_own_words_without_one_of_their_own_add_no_one(text: str) -> None:
     assert own(("The user", text)) == []
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("I'm lucky to have my husband and kids; they keep me motivated.",
+     "Melanie's family: a husband, kids."),
+    ("My son, Thankfully he is fine now.", "Melanie's family: a son."),   # no name: a word
+    ("Thankfully, my son's ok.", "Melanie's family: a son."),             # after a comma
+    ("Is this game suitable for my sister, who hates strategy games?",
+     "Melanie's family: a sister."),
+])
+def test_my_kind_said_once_in_their_own_turn_is_theirs(text: str, line: str) -> None:
+    """Unnamed and said once, "my husband" is still the speaker's own ("our kids" may be
+    everyone's), whatever the sentence is about; what follows a comma is no name."""
+    assert own(("Melanie", text)) == [line]
+
+
+@pytest.mark.parametrize("text", [
+    "Here's a photo of my horse painting I did recently.",
+    "I've been trying to improve my bird identification skills.",
+    "I moved my snake plant to the window.",
+])
+def test_a_kind_s_word_as_half_of_another_noun_is_no_kind(text: str) -> None:
+    assert own(("The user", text)) == []
+
+
+def test_a_partner_by_any_word_is_one_person() -> None:
+    """"My girlfriend" before the wedding, "my wife" after: one partner, the word said
+    most."""
+    assert own(("John", "My girlfriend and I had an amazing wedding ceremony last week."),
+               ("John", "My wife and I went hiking."),
+               ("John", "My wife loves the mountains.")) == ["John's family: a wife."]
 
 
 def test_a_statement_that_they_got_one_names_it() -> None:

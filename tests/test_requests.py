@@ -163,7 +163,8 @@ def test_memory_md_keeps_what_was_asked_as_the_speakers_own_note(home: Home,
     text = (home.memory_dir / "MEMORY.md").read_text(encoding="utf-8")
     # a doctor is no like, value or relative: mined, MEMORY.md would leave it out
     assert "- Sam's doctor is Dr. Patel." in text
-    assert "## People\n- Sam's wife's birthday is on 3 May." in text
+    # "my wife", said once, is Sam's: the family line names her first
+    assert "## People\n- Sam's family: a wife.\n- Sam's wife's birthday is on 3 May." in text
     assert "- Sam is allergic to penicillin." in text
     assert "sk-abc123" not in text and "[secret]" not in text and "API key" not in text
     assert all(v.same for v in verify(home))   # replay rebuilds the same, with no model

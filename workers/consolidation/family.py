@@ -11,7 +11,8 @@ family: a sister (Stella), a cat (Luna)."
 - **A mention**: a speaker's possessive, then a relative or a pet ("The user's sister",
   "Nate's turtles", "Melanie's two kids"), and the name that follows it ("… sister Stella",
   "… husband's name is Michael"); or that the speaker got or has one ("Maria got a puppy
-  … Her name's Coco"). Kids and kid, a dog and dogs are one kind.
+  … Her name's Coco"). Kids and kid, a dog and dogs are one kind; so is a partner by any
+  word ("my girlfriend" before the wedding, "my wife" after), shown by the word said most.
 - **Who is in the line**: a kind mentioned in at least :data:`MIN_MENTIONS` turns, or
   with a name. A single unnamed mention may be everyone's ("Our kids are our future", said
   of all children, is mined as "Maria's kids are Maria's future": Maria has none). A
@@ -23,6 +24,11 @@ family: a sister (Stella), a cat (Luna)."
   family line does not. Consolidation weighs a statement once, the night it is new: when a
   later night's statements name that relative again, the family line names them, and the
   earlier statement stays in its journal.
+- **"My …" once is enough**: a kind the speaker calls "my KIND" in a turn of their own
+  ("I'm lucky to have my husband and kids", "Is Azul suitable for my sister?") is theirs
+  even said once and unnamed, when the word ends its noun phrase (not "my horse
+  painting"); "our" may speak for everyone ("Our kids are our future"). A parent or
+  grandparent still only with a name.
 - **Their own words, too**: a name is often said outside any statement of the speaker's:
   in a question ("Is it safe for my dog Max to eat grapes?"), in a reply to a photo
   ("Oscar, my guinea pig"), in a sentence about something else ("That picture was from
@@ -46,6 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from projections.relative_time import DAY_NAME, MONTH_NAME
+from projections.tense import is_past
 
 from ..mining.attributes import ATTRIBUTES
 from ..mining.kin import RELATIVES, alternation
@@ -53,9 +60,12 @@ from ..mining.kin import RELATIVES, alternation
 MIN_MENTIONS = 2
 MAX_KINDS = 8         # kinds in one line, the most mentioned first
 
-# the words of a kind: relatives as said (:data:`..mining.kin.RELATIVES`), pets by the pet
+# the words of a kind: relatives as said (:data:`..mining.kin.RELATIVES`; a partner by any
+# word, one person: "my girlfriend" before the wedding, "my wife" after), pets by the pet
 # attribute's kinds
-_RELATIVES = {**RELATIVES, "pet": "pet", "pets": "pet"}
+_PARTNERS = frozenset({"partner", "wife", "husband", "girlfriend", "boyfriend", "fiancé"})
+_RELATIVES = {**{word: "partner" if kind in _PARTNERS else kind
+                 for word, kind in RELATIVES.items()}, "pet": "pet", "pets": "pet"}
 _ONLY_NAMED = frozenset({"mother", "father", "parent", "grandmother", "grandfather",
                          "grandparent"})
 _PETS = {word: kind for attribute in ATTRIBUTES if attribute.key == "pet"
@@ -91,6 +101,19 @@ _HAS = re.compile(
     rf"(?:got|adopted|rescued|welcomed|has) (?:a|an|another|two|three|four) {_BEFORE}{_KIND}"
     rf"(?:,? (?:named|called) {_NAME}|[^.!?]*[.!?] (?:His|Her|Its) name(?:['’]s| is) "
     rf"{_NAME.replace('<name>', '<told>')})?")
+# a speaker's own "my KIND", named or not, and the kinds listed with it ("my husband and
+# kids", "for my niece"): theirs, even said once (not "our", which may be everyone's)
+_MY = re.compile(rf"\b[Mm]y\s+{_BEFORE}{_KIND}(?:(?:,\s*|,?\s+and\s+){_BEFORE}"
+                 rf"{_KIND.replace('?P<kind>', '?:')})*")
+_ONE_KIND = re.compile(rf"\b{_KIND}")
+# a word after "my KIND" that ends the noun phrase there ("my sister, who …", "my son got
+# …", "my turtles always …"; not "my horse painting", "my bird identification skills"):
+# these, a past or "-s" verb, an adverb in "-ly", a name
+_PHRASE_ENDS = frozenset(
+    "and or but so to for with in on at from of about when who whose that what before after"
+    " while because if a an the this is are was were has have had do does did don't doesn't"
+    " didn't will would can could should might may must just also really always never still"
+    " actually soon now too out up back".split())
 # told gone or past, near the mention: no longer the person's
 _GONE = re.compile(r"\b(?:late|died|dies|passed away|passing|lost|funeral|ex|former"
                    r"|used to have|had to (?:give|get rid)|put down|divorced|broke up)\b",
@@ -105,6 +128,7 @@ class _Kind:
     forms: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     names: dict[str, None] = field(default_factory=dict)
     mentions: set[str] = field(default_factory=set)
+    own: bool = False     # called "my KIND" in a turn of the speaker's own
     gone: bool = False
 
 
@@ -129,19 +153,25 @@ class Family:
             for pattern in _OWN:
                 for found in pattern.finditer(text):
                     self._mention(who, found, ref, text)
+            for listed in _MY.finditer(text):
+                for found in _ONE_KIND.finditer(text, listed.start(), listed.end()):
+                    if _ends_its_phrase(text[found.end():]):
+                        self._mention(who, found, ref, text).own = True
 
-    def _mention(self, who: str, found: re.Match[str], key: str, text: str) -> None:
+    def _mention(self, who: str, found: re.Match[str], key: str, text: str) -> _Kind:
         """Count a mention of one of ``who``'s kin or pets, said in ``key`` (a statement or
-        a turn): its kind, its name (when it is one) and whether it is told gone."""
+        a turn): its kind, its name (when it is one) and whether it is told gone; the
+        kind."""
         word = found["kind"].casefold()
         kind = self.people.setdefault(who, {}).setdefault(_KINDS[word], _Kind())
         kind.forms[word] += 1
         kind.mentions.add(key)
-        name = found["name"] or found.groupdict().get("told")
+        name = found.groupdict().get("name") or found.groupdict().get("told")
         if name and name.casefold() not in self.names and not _NOT_A_NAME.match(name):
             kind.names[name] = None
         near = text[max(0, found.start() - _NEAR):found.end() + _NEAR]
         kind.gone = kind.gone or bool(_GONE.search(near))
+        return kind
 
     def _who(self, found: re.Match[str]) -> str | None:
         """The speaker a mention's possessive names, or None for anyone else."""
@@ -182,10 +212,22 @@ class Family:
 
 
 def _shown(key: str, kind: _Kind) -> bool:
-    """Whether a kind is in its person's family line: named, or mentioned in
-    :data:`MIN_MENTIONS` turns (a parent or grandparent only named), and not gone."""
-    return not kind.gone and (bool(kind.names) or (len(kind.mentions) >= MIN_MENTIONS
-                                                   and key not in _ONLY_NAMED))
+    """Whether a kind is in its person's family line: named, or called "my KIND" in their
+    own turn or mentioned in :data:`MIN_MENTIONS` turns (a parent or grandparent only
+    named), and not gone."""
+    return not kind.gone and (bool(kind.names) or (
+        (kind.own or len(kind.mentions) >= MIN_MENTIONS) and key not in _ONLY_NAMED))
+
+
+def _ends_its_phrase(after: str) -> bool:
+    """Whether a kind's word, followed by ``after``, ends its noun phrase (see
+    :data:`_PHRASE_ENDS`): then it is the kind, not half of another noun."""
+    word = re.match(r"\s*([^\W\d_][\w'’]*)", after)
+    if word is None:
+        return True       # the end, a mark ("my kids.", "my sister's"), a number
+    low = word[1].casefold()
+    return word[1][0].isupper() or low in _PHRASE_ENDS or low.endswith("ly") or is_past(low) \
+        or (low.endswith("s") and not low.endswith("ss"))
 
 
 def family_lines(statements: Iterable[tuple[str, str]], names: frozenset[str]) -> list[str]:
