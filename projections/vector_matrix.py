@@ -14,6 +14,7 @@ import os
 import secrets
 import sqlite3
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,21 +220,25 @@ def _flat_rows(buffer: mmap.mmap | None, dimension: int, blocks: int) -> np.ndar
 
 
 _MATRICES: dict[str, Matrix] = {}
+# recall's prefetch thread and its caller may open a matrix at once
+_MATRICES_LOCK = threading.Lock()
 _BLAS_LIMITED = False
 
 
 def open_matrix(home: Home, file: str, dimension: int, count: int) -> Matrix | None:
     path = vectors_dir(home) / file
-    matrix = _MATRICES.get(str(path))
-    if matrix is None or matrix.capacity < count:
-        try:
-            matrix = Matrix(path, dimension)
-        except (OSError, ValueError):
-            _MATRICES.pop(str(path), None)
-            return None
-        for other in [p for p in _MATRICES if Path(p).parent == path.parent and p != str(path)]:
-            del _MATRICES[other]  # superseded files (their mappings close with the arrays)
-        _MATRICES[str(path)] = matrix
+    with _MATRICES_LOCK:
+        matrix = _MATRICES.get(str(path))
+        if matrix is None or matrix.capacity < count:
+            try:
+                matrix = Matrix(path, dimension)
+            except (OSError, ValueError):
+                _MATRICES.pop(str(path), None)
+                return None
+            for other in [p for p in _MATRICES
+                          if Path(p).parent == path.parent and p != str(path)]:
+                del _MATRICES[other]  # superseded files (their mappings close with the arrays)
+            _MATRICES[str(path)] = matrix
     return matrix if matrix.capacity >= count else None
 
 
