@@ -172,10 +172,11 @@ def test_a_mined_line_states_its_first_sentence_and_goes_when_superseded(home: H
     assert "hiking" not in memory_md(home)   # its line, cut, is still known as its
 
 
-def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> None:
+def test_a_value_told_in_passing_is_dated_by_the_day_it_was_said(home: Home) -> None:
     """A value told in passing ("Ann drives a red hatchback") is dated by the day it was
-    said, unless dreaming found it replacing a value said before it (a conflict; one said
-    in the same turn tells of no change); a duplicate merged into it replaced none."""
+    said, even when dreaming found it replacing a value said before it (a conflict): it
+    began after the blue estate was last said, on a day nobody told; "(since …)" would name
+    one."""
     from workers.dreaming.dream import CONFLICT
 
     with EventLog(home.events_db) as log:
@@ -206,7 +207,7 @@ def test_a_value_that_replaced_another_is_dated_since_it_began(home: Home) -> No
         log.append(MemoriesMerged(ids=["a2"], into="a1", reason="duplicates (same text)"),
                    stream="memory")
     consolidate(home, HEURISTIC)
-    assert "- Ann drives a red hatchback (since 1 May 2024)\n" in memory_md(home)
+    assert "- Ann drives a red hatchback (said 1 May 2024)\n" in memory_md(home)
     assert "- Ann is allergic to shellfish (said 1 May 2024)\n" in memory_md(home)
     assert "- Ann is married to Bea (said 1 April 2024)\n" in memory_md(home)   # no wedding
     assert "- Ann works as a chef (said 1 May 2024)\n" in memory_md(home)   # one turn's tie

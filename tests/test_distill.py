@@ -1286,8 +1286,6 @@ def test_a_value_is_dated_since_only_when_it_began_then(said: str, subject: str,
     memory = dataclasses.replace(mined_line(said, subject), last_seen="2023-07-09T00:00:00Z")
     names = frozenset({subject.partition("|")[0]})
     assert bullet_of(memory, names) == f"{said.rstrip('.')} ({day})"
-    # a value that replaced an older one (dreaming's supersede on a conflict) began then
-    assert bullet_of(memory, names, replaced=True) == f"{said.rstrip('.')} (since 6 July 2023)"
 
 
 def test_what_is_about_to_happen_says_when_it_was_said() -> None:

@@ -67,7 +67,7 @@ def setup_home(home: Home, tmp_path: Path) -> MinerSpec:
             memory("Maya adopted a greyhound called Juno", "user_preference", "pet", [2])]})},
         {"match": "^Section: Preferences", "reply": "- Sam loves hiking in the Alps\n"
                                                      "- Maya prefers tea over coffee"},
-        {"match": "^Section: Profile", "reply": "- Maya lives in Lisbon (since 10 March 2024)\n"
+        {"match": "^Section: Profile", "reply": "- Maya lives in Lisbon (said 10 March 2024)\n"
          "- Maya adopted a greyhound called Juno (since 10 March 2024)"},
         {"reply": json.dumps({"memories": []})})
     return MinerSpec("scripted", script=str(script))
@@ -116,7 +116,7 @@ def test_a_night_mines_merges_supersedes_and_rewrites_memory_md(home: Home,
     memory_md = (home.memory_dir / "MEMORY.md").read_text()
     # current values with the day they were said; Maya's family line (the greyhound she
     # adopted) first in People; the model's rewrite of Preferences
-    assert ("## Profile\n- Maya lives in Lisbon (since 10 March 2024)\n\n## People\n"
+    assert ("## Profile\n- Maya lives in Lisbon (said 10 March 2024)\n\n## People\n"
             "- Maya's family: a greyhound (Juno).\n"
             "- Maya adopted a greyhound called Juno (since 10 March 2024)\n") in memory_md
     assert "Berlin" not in memory_md

@@ -72,7 +72,7 @@ from projections.tokens import estimate
 from projections.turns import cited_turns, turns_saying
 from projections.when import from_said, last_day, periods, yearly
 
-from ..dreaming.dream import CONFLICT, log_now, said_at
+from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
@@ -585,8 +585,7 @@ def _plain(content: str) -> str:
 _RELATIVE = re.compile(r",\s+(?:which|who|whom|whose|where)\b")
 
 
-def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
-              replaced: bool = False) -> str:
+def bullet_of(memory: Memory, names: frozenset[str] = frozenset()) -> str:
     """A memory's line: its statement (:func:`statement_of`), and for the current value of
     an attribute (:func:`..mining.values.states_a_value`; ``names`` as there) a day, unless
     the line names one ("… got a new puppy on February 10th (since 1 November 2023)" would
@@ -595,10 +594,12 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
     the day it was first said, only when the value is known to have begun then: the line
     tells of the change before any relative clause (:func:`..mining.values.says_a_change`: "… moved
     to Leeds", "… switched to green tea"; not "… lounges on her cat tower, which the user
-    got from Petco") or the value ``replaced`` an older one (dreaming's supersede on a
-    conflict). Otherwise the value was told in passing, and had held for who knows how
-    long: "(said 17 April 2022)", the day it was last said ("Joanna is lactose intolerant
-    (since 17 April 2022)" would read as the day it began). So too, whatever the rest,
+    got from Petco"). Otherwise the value was told in passing, and had held for who knows
+    how long: "(said 17 April 2022)", the day it was last said ("Joanna is lactose
+    intolerant (since 17 April 2022)" would read as the day it began). So too a value that
+    replaced an older one (dreaming's supersede on a conflict) without telling the change:
+    it began after the older one was last said, on a day nobody told ("The user is in zip
+    code 30309 (since 10 March 2023)" read as the day of a move). So too, whatever the rest,
     any line whose first clause says what is about to happen, undated (:data:`IMPENDING`:
     "The user is moving to Melbourne soon (said 27 May 2023)", not a move made), and a
     value's that says it has held a while (:data:`_HELD_FOR`: "… has been teaching for
@@ -611,8 +612,8 @@ def bullet_of(memory: Memory, names: frozenset[str] = frozenset(),
     impending = IMPENDING.search(text)
     if not impending and not (memory.subject and states_a_value(memory, names)):
         return dated(text, memory)
-    if not impending and not _HELD_FOR.search(text) and (
-            replaced or says_a_change(_RELATIVE.split(text, maxsplit=1)[0])):
+    if not impending and not _HELD_FOR.search(text) \
+            and says_a_change(_RELATIVE.split(text, maxsplit=1)[0]):
         return with_day(text, "since", from_iso(memory.created_at).date())
     said = from_iso(memory.last_seen or memory.created_at).date()
     return with_day(text, "said", said)
@@ -835,30 +836,19 @@ def _earlier_forms(memory: Memory) -> tuple[str, ...]:
             headline, stated, without_leaning(stated) if mined else text)
 
 
-def _replacing(active: list[Memory], inactive: list[Memory]) -> frozenset[str]:
-    """The active memories whose value replaced an older one: dreaming superseded that one
-    (among ``inactive``) on a conflict (:data:`..dreaming.dream.CONFLICT`), not as a
-    duplicate merged, and it was said before (not in the same turn: "I'm married … I have a
-    brother who's recently become a father" tells of no marriage begun that day)."""
-    lost = {m.id: said_at(m) for m in inactive
-            if m.status == "superseded" and m.reason.startswith(CONFLICT)}
-    return frozenset(m.id for m in active
-                     if any(lost.get(old, said_at(m)) < said_at(m) for old in m.supersedes))
-
-
-def _restated(active: list[Memory], names: frozenset[str], replacing: frozenset[str]
+def _restated(active: list[Memory], names: frozenset[str]
               ) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The line to write now (:func:`bullet_of`; ``replacing`` as :func:`_replacing`
-    gives) for an active mined memory, by the normal form of each way it has been written
-    (:func:`_earlier_forms`): a line an earlier version wrote otherwise is restated. And
-    the refs of each active memory by the normal form of each line it is written as (its
-    line, its statement, its theme line: :func:`line_refs` reads it)."""
+    """The line to write now (:func:`bullet_of`) for an active mined memory, by the normal
+    form of each way it has been written (:func:`_earlier_forms`): a line an earlier
+    version wrote otherwise is restated. And the refs of each active memory by the normal
+    form of each line it is written as (its line, its statement, its theme line:
+    :func:`line_refs` reads it)."""
     out: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
     for m in active:
         if not m.content.strip():
             continue
-        line, stated = bullet_of(m, names, m.id in replacing), statement_of(m)
+        line, stated = bullet_of(m, names), statement_of(m)
         if m.refs:
             for form in (line, stated, _first_clause(stated)):
                 refs.setdefault(normal(bare(form)), list(m.refs))
@@ -909,8 +899,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
             report.stale_dropped += len(section.bullets) - len(kept)
             section.bullets = kept
             changed.add(section.title)
-    replacing = _replacing(active, inactive)
-    restated, stated = _restated(active, names, replacing)
+    restated, stated = _restated(active, names)
     for section in sections.values():
         lines = [restated.get(normal(bare(b)), b) for b in section.bullets]
         if lines != section.bullets:
@@ -928,7 +917,7 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
                             unattested=family.unattested) if memory else NOTES
         if title is None:
             continue          # an event of a day: its journal keeps it, MEMORY.md does not
-        line = bullet_of(memory, names, memory.id in replacing) if memory else text
+        line = bullet_of(memory, names) if memory else text
         if normal(bare(line)) in said:
             continue
         _add(sections.setdefault(title, Section(title)), line)
