@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .kin import KIN_WORDS
+
 # What a statement can point at only through the turns around it: a demonstrative ("this
 # app", "these poses", "like that"; "this week" is a time, not a pointer), a pronoun it
 # opens with ("He's even …"), "another" with no noun, "… of it", "got one", "here's",
@@ -30,7 +32,21 @@ _PRONOUN = re.compile(r"\bit\b(?!['’]| (?:is|was|has|had|would|will)\b"
                       r"|\b(?:them|they)\b(?!['’]| (?:is|was|has|had|would|will)\b)"
                       r"|\b[Hh]er\b(?= [A-Z]|[,.!?]|$| (?:at|in|on|to|for|with|from|up|out|off"
                       r"|back|again|around)\b)")
-_PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\b(?:him|his|their)\b")
+# (and "her" before an article: an object, "… gave her a home")
+_PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\b(?:him|his|their)\b"
+                            r"|\bher\b(?= (?:a|an|the|some)\b)")
+# what a mined statement's "him", "his" or object "her" may stand for: someone named,
+# someone's someone ("Nate's brother", "the user's dog"), a relative or pet, or a person by
+# role ("a friend"); not any thing ("… research on how to socialize him with other dogs",
+# "Maria feels blessed to give her a home": the puppy is in the conversation, not here)
+_PERSONAL = frozenset({"him", "his", "her"})
+_SOMEONE = re.compile(rf"\b[A-Z]\w+|\b\w+['’]s\s+\w|\b(?:a|an|the|his|her|their|its|some"
+                      r"|every|each|any|two|three|several|many)\s+(?:[\w-]+\s+)?"
+                      rf"(?:{KIN_WORDS}|friends?|boss|coach"
+                      r"|teachers?|instructors?|trainers?|doctors?|neighbou?rs?|colleagues?"
+                      r"|co-?workers?|classmates?|roommates?|mentors?|students?|clients?"
+                      r"|guys?|man|men|woman|women|boys?|girls?|baby|babies|lady|person"
+                      r"|people|author|artist|singer|writer|players?)\b")
 _NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|every|each|any"
                           r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
 _FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
@@ -277,8 +293,9 @@ def self_contained(statement: str, *, mined: bool = False) -> bool:
     written to stand alone, 5 are judged otherwise. ``mined``: a statement mining wrote,
     which names its speaker wherever they said "I", "me" or "my", so a "him", "his" or
     "their" with no noun before it is someone else ("Maria talked to him afterwards", "Nate
-    loves his humour"); an observation's is mostly its own subject's ("Nate's pets cheer
-    him up"), so only a mined statement is checked for them."""
+    loves his humour"), and a "him", "his" or object "her" stands for someone
+    (:data:`_SOMEONE`), not a thing; an observation's is mostly its own subject's ("Nate's
+    pets cheer him up"), so only a mined statement is checked for them."""
     text = without_opening(LIST_MARK.sub("", _QUOTED.sub('""', statement)))
     first = _FIRST_CLAUSE.split(text, maxsplit=1)[0]
     if _POINTER.search(first) or _ASPECT_POINTER.search(first) \
@@ -293,6 +310,8 @@ def self_contained(statement: str, *, mined: bool = False) -> bool:
     possessive = found.group().casefold() in ("his", "their")
     if before and not (possessive and re.search(r"['’]s?$", before[0])):
         before = before[1:]
+    if mined and found.group().casefold() in _PERSONAL:
+        return bool(_SOMEONE.search(" ".join(before)))
     return bool(_NOUN_PHRASE.search(" ".join(before)))
 
 

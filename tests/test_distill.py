@@ -540,7 +540,7 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("It's like a reminder of Caroline's love and support.", None),   # not about a person
     ("Melanie's kids are named Ava and Leo.", "People"),
     ("Melanie has two kids and a dog.", "People"),
-    # every relative the family line knows (mining.kin), in any of its forms
+    # every relative the family line knows (projections.kin), in any of its forms
     ("The user's stepson Leo is a chef.", "People"),
     ("The user's grandkids live in Leeds.", "People"),
     ("The user's sisters both live abroad.", "People"),
@@ -658,6 +658,13 @@ def test_a_mined_statement_s_him_is_someone_else() -> None:
     assert not self_contained("The user has heard great things about their burgers.",
                               mined=True)
     assert self_contained("Nate's brother loves his new car.", mined=True)
+    # a "him" or object "her" stands for someone, not the thing before it
+    assert not self_contained("The user has been doing some research on how to socialize"
+                              " him with other dogs.", mined=True)
+    assert not self_contained("Maria feels blessed to be able to give her a home.", mined=True)
+    assert self_contained("The user helped a friend pick out gifts from her registry.",
+                          mined=True)
+    assert self_contained("Melanie loves camping trips with her family.", mined=True)
 
 
 def test_statements_written_to_stand_alone_are_nearly_all_read_as_such() -> None:

@@ -48,6 +48,7 @@ from events.config import LLMConfig, load_config
 from events.memory_types import MEMORY_TYPES, PREFERENCE, PROFILE, TOOL_USE, WORKFLOW
 from events.types import ConsolidationFailed, LongTermRewritten
 from projections import ProjectionStore, open_store
+from projections.kin import KIN_WORDS
 from projections.long_term import CAP, FAMILY_LINE, TITLE, read_long_term, without_since
 from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.mining import imported_sessions
@@ -78,7 +79,6 @@ from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
 from ..mining.chunks import is_source, strip_injected
 from ..mining.extract import MinerSpec, backend_for
-from ..mining.kin import KIN_WORDS
 from ..mining.statements import CAPTION, display_name, is_event, is_past
 from ..mining.text import content_words, grounded, normal
 from ..mining.values import (

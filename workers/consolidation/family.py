@@ -51,16 +51,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from projections.kin import RELATIVES, alternation
 from projections.relative_time import DAY_NAME, MONTH_NAME
 from projections.tense import is_past
 
 from ..mining.attributes import ATTRIBUTES
-from ..mining.kin import RELATIVES, alternation
 
 MIN_MENTIONS = 2
 MAX_KINDS = 8         # kinds in one line, the most mentioned first
 
-# the words of a kind: relatives as said (:data:`..mining.kin.RELATIVES`; a partner by any
+# the words of a kind: relatives as said (:data:`projections.kin.RELATIVES`; a partner by any
 # word, one person: "my girlfriend" before the wedding, "my wife" after), pets by the pet
 # attribute's kinds
 _PARTNERS = frozenset({"partner", "wife", "husband", "girlfriend", "boyfriend", "fiancé"})

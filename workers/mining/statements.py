@@ -36,13 +36,13 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from events import clock
+from projections.kin import PETS, RELATIVES
 from projections.passages import sentences as split_sentences
 from projections.readable import TITLES
 from projections.relative_time import MONTH_NAME, resolve
 from projections.tense import IRREGULAR_PAST, PAST_IN_EED, SAME_AS_BASE, is_past
 
 from .chunks import Turn
-from .kin import PETS, RELATIVES
 from .text import GENERIC_SPEAKERS, content_words, folded
 
 MIN_CONTENT_WORDS = 2

@@ -23,8 +23,7 @@ from __future__ import annotations
 import re
 
 from projections.fts import STOPWORDS
-
-from .kin import KIN_WORDS
+from projections.kin import KIN_WORDS
 
 NEAR_DUPLICATE_COSINE = 0.90
 GENERIC_SPEAKERS = frozenset({"", "user", "assistant", "system", "you", "me"})
