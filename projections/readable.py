@@ -40,15 +40,14 @@ _PRONOUN_MINED = re.compile(rf"{_PRONOUN.pattern}|\b(?:him|his|their)\b"
 # role ("a friend"); not any thing ("… research on how to socialize him with other dogs",
 # "Maria feels blessed to give her a home": the puppy is in the conversation, not here)
 _PERSONAL = frozenset({"him", "his", "her"})
-_SOMEONE = re.compile(rf"\b[A-Z]\w+|\b\w+['’]s\s+\w|\b(?:a|an|the|his|her|their|its|some"
-                      r"|every|each|any|two|three|several|many)\s+(?:[\w-]+\s+)?"
+_DETERMINER = r"a|an|the|some|his|her|their|its|my|our|your|every|each|any|two|three|several|many"
+_SOMEONE = re.compile(rf"\b[A-Z]\w+|\b\w+['’]s\s+\w|\b(?:{_DETERMINER})\s+(?:[\w-]+\s+)?"
                       rf"(?:{KIN_WORDS}|friends?|boss|coach"
                       r"|teachers?|instructors?|trainers?|doctors?|neighbou?rs?|colleagues?"
                       r"|co-?workers?|classmates?|roommates?|mentors?|students?|clients?"
                       r"|guys?|man|men|woman|women|boys?|girls?|baby|babies|lady|person"
                       r"|people|author|artist|singer|writer|players?)\b")
-_NOUN_PHRASE = re.compile(r"\b(?:a|an|the|some|his|her|their|its|my|our|your|every|each|any"
-                          r"|two|three|several|many)\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
+_NOUN_PHRASE = re.compile(rf"\b(?:{_DETERMINER})\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
 _FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
                            r"|since)\s")
 # An aspect of a thing the statement does not name ("Joanna loves the color and texture",
