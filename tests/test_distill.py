@@ -568,6 +568,12 @@ def test_a_statement_is_read_by_its_clauses_and_as_a_whole() -> None:
     ("Melanie loves how art lets Melanie get her emotions out.", None),
     ("The user loves the way the new lamp dims from the phone.", None),
     ("The user loves the wayside inns of Wales.", "Preferences"),
+    # … or of what only definite phrases point at: which pages, which language
+    ("The user loves the smell of the pages and the sound of the paper.", None),
+    ("Tim likes the structure of the language, it's much easier.", None),
+    ("John loves the ocean.", "Preferences"),                  # one word: a thing of its own
+    ("Caroline loves the sense of community at pride events.", "Preferences"),   # named
+    ("Tim loves the Harry Potter books.", "Preferences"),
     ("Caroline and Melanie love painting.", "Preferences"),   # a subject of two
     ("Caroline is going to a pride parade in August 2023.", "Plans"),
     # the plan's line is its first sentence: a later sentence's month is not its when

@@ -377,12 +377,32 @@ _DEFINITE = re.compile(r"^(?:(?:all|both)(?: of)? )?(?:the|that|this|these|those
 # Melanie's emotions out", "The user loves how Prada plays with mixing patterns", "… loves
 # how the user can control the lighting from the user's phone": the lamp goes unnamed)
 _ASPECT = re.compile(r"(?:how|the way)\b", re.IGNORECASE)
+# … and so is a like whose object, up to its clause's end, only points: two content words
+# or more, every phrase of it definite and unnamed (no capitalised word past its first):
+# "… loves the smell of the pages and the sound of the paper", "Tim likes the structure of
+# the language", "… likes the objective part of the questions" (which book, language,
+# questions: the conversation told). One word is a place or thing of its own ("John loves
+# the ocean", "… loves the outdoors"); a phrase that names ("the sense of community at
+# pride events", "the Harry Potter books") stays. LoCoMo's own observations (1,210 facts
+# people wrote) have no such like.
+_LINK = re.compile(r"\s*\b(?:and|or|of|to|in|at|on|with|for|from|about)\b\s*", re.IGNORECASE)
 
 
 def _of_an_aspect(statement: str) -> bool:
-    """Whether a like (its first sentence) is of how something is or does (:data:`_ASPECT`)."""
+    """Whether a like (its first sentence) is of how something is or does (:data:`_ASPECT`)
+    or of what only definite phrases point at (:func:`_only_points`)."""
     found = _LIKED.search(first_sentence(statement))
-    return found is not None and bool(_ASPECT.match(found.group("object")))
+    return found is not None and (bool(_ASPECT.match(found.group("object")))
+                                  or _only_points(found.group("object")))
+
+
+def _only_points(thing: str) -> bool:
+    """Whether a like's object (``thing``) only points (see :data:`_LINK`'s comment)."""
+    thing = _CLAUSE_END.split(thing, maxsplit=1)[0]
+    phrases = [p for p in _LINK.split(thing) if p]
+    return len(content_words(thing)) >= 2 and all(
+        _DEFINITE.match(p) and not any(w[:1].isupper() for w in p.split()[1:])
+        for p in phrases)
 
 
 def answers_an_offer(statement: str, offered: str) -> bool:
