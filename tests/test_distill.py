@@ -789,6 +789,15 @@ def test_a_taste_s_current_value_is_no_single_happening(
     ("maya|job", "Maya works as a nurse.", "Profile"),
     ("maya|allergy", "Maya is allergic to penicillin.", "Profile"),
     ("maya|hobby", "Maya took up climbing.", "Preferences"),
+    # … unless kept up on a schedule: a routine
+    ("maya|hobby", "Maya takes tennis lessons with a coach, Rachel, every Thursday evening.",
+     "Workflows"),
+    ("maya|hobby", "Maya has been trying to get in at least 3 runs per week.", "Workflows"),
+    ("maya|hobby", "Maya is carving out some me-time each day - running, reading.",
+     "Workflows"),
+    ("maya|hobby", "Maya has been playing guitar for three months now.", "Preferences"),
+    ("maya|hobby", "Maya wants to fit in 3 workout sessions per week.", "Preferences"),
+    ("maya|hobby", "Maya loves a day at the beach.", "Preferences"),
     # a pet or a partner is one of the person's people, not an animal she is allergic to
     ("maya|dog", "Maya adopted a puppy named Coco.", "People"),
     ("maya|pet", "Maya's cat Luna loves her new cat tower.", "People"),
@@ -1569,6 +1578,16 @@ def test_a_routine_s_line_ends_before_the_next_clause_and_fades_as_a_phase() -> 
                          "user|hobby", at="2023-05-23T10:00:00Z")
     assert bullet_of(pottery).startswith("The user has been taking pottery classes on"
                                          " Saturdays for a while now (")
+    # a taste's current value kept on a schedule is a routine that does not fade: it holds
+    # till a newer value replaces it
+    chess = mined_line("Guess what Jonas does on weekends now: chess.", "jonas|hobby",
+                       at="2024-04-11T10:00:00Z")
+    names = frozenset({"jonas"})
+    assert section_for(chess, names, today=dt.date(2024, 5, 1)) == "Workflows"
+    assert section_for(chess, names, today=dt.date(2025, 5, 1)) == "Workflows"
+    weekends = mined_line("Jonas plays chess on weekends now.", at="2024-04-11T10:00:00Z")
+    assert section_for(weekends, names, today=dt.date(2024, 5, 1)) == "Workflows"
+    assert section_for(weekends, names, today=dt.date(2025, 5, 1)) is None
 
 
 def test_a_night_writes_a_routine_into_workflows(home: Home, tmp_path: Path) -> None:

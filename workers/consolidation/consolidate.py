@@ -163,14 +163,17 @@ def section_for(memory: Memory, names: frozenset[str] = frozenset(),
     preference says a passing phase (:func:`phase_over`: "Nate is currently participating
     in the video game tournament again"), or any mined line what is about to happen
     (:data:`IMPENDING`: "… rehearsing hard for an upcoming show"), last said more than
-    ``phase_days`` (the fading half-life, ``dreaming.half_life_days``) before ``today``."""
+    ``phase_days`` (the fading half-life, ``dreaming.half_life_days``) before ``today``. A
+    routine fades so too, but not a taste's current value kept on a schedule (it holds till
+    a newer value replaces it: "Guess what Jonas does on weekends now: chess")."""
     section = _section_for(memory, names, offered, today, unattested)
     if section is None or today is None or memory.source in NOT_MINED:
         return section
+    routine = memory.type == PREFERENCE.name and section == WORKFLOW.section
+    value = routine and bool(memory.subject) and states_a_value(memory, names)
     if phase_over(memory, today, phase_days, IMPENDING) or (
-            section == PREFERENCE.section and phase_over(memory, today, phase_days)) or (
-            memory.type == PREFERENCE.name and section == WORKFLOW.section
-            and phase_over(memory, today, phase_days, KEPT_UP)):
+            (section == PREFERENCE.section or value) and phase_over(memory, today, phase_days)
+    ) or (routine and not value and phase_over(memory, today, phase_days, KEPT_UP)):
         return None
     return section
 
@@ -341,13 +344,25 @@ def value_section(subject: str, line: str) -> str:
     programming language and the database someone works with are tools; the rest (home,
     job, employer, allergy, car …) is the person's profile."""
     if is_taste(subject):
-        return PREFERENCE.section
+        text = without_discourse(line)
+        return WORKFLOW.section if _SCHEDULED.search(first_sentence(text)) \
+            and not INTENDS.match(text) else PREFERENCE.section
     attribute = attribute_of(subject.rpartition("|")[2])
     if attribute in _KIN_VALUES and not _ALLERGY.search(line):
         return PEOPLE
     return TOOL_USE.section if attribute in _TOOL_VALUES else PROFILE.section
 
 
+# a taste kept up on a schedule, anywhere in its first sentence, is a routine: "… has been
+# taking private tennis lessons with a coach, Rachel, every Thursday evening", "… has been
+# taking sculpting classes on Saturdays", "… has been trying to get in at least 3 runs per
+# week", "… is carving out some me-time each day" (Workflows; not a wish: "… wants to fit in
+# 3 workout sessions per week", nor a taste kept up for a while: "… has been playing guitar
+# for three months")
+_SCHEDULED = re.compile(rf"\b(?:{_HOW_OFTEN}|each (?:day|morning|afternoon|evening|night"
+                        r"|week|weekend|month)|(?:\d+|one|two|three|four|five|six|seven"
+                        r"|a few|several) (?:[\w-]+ ){0,2}per (?:day|week|month))(?![\w-])",
+                        re.IGNORECASE)
 _KIN_VALUES = frozenset({"pet", "partner"})
 _TOOL_VALUES = frozenset({"editor", "language", "database"})
 _ALLERGY = re.compile(r"\ballerg", re.IGNORECASE)
