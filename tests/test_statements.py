@@ -333,6 +333,12 @@ def test_an_interjection_before_a_dash_or_colon_is_no_part_of_the_statement() ->
     ("The user also loves drinking iced coffee.", False),       # an adjective, no verb
     ("Maya loves the mixed berry tart.", False),
     ("The user has worked as a nurse for years.", False),       # a state: the perfect
+    # … unless it says the thing was done just now
+    ("The user has recently adopted a puppy.", True),
+    ("The user has had a great experience at the charity walk recently.", True),
+    ("The user has just seen Dune, and loved it.", True),
+    ("The user has been playing a lot of tennis recently.", False),   # it goes on
+    ("The user has a cat, and just adopted a dog.", False),    # not in the first clause
     ("The user agreed to lead the book club.", True),           # past, though "-eed"
     ("The user needs a break from work.", False),
     # a long subject: its verb may come past the sixth word

@@ -470,6 +470,25 @@ def _of_a_subject(word: str) -> bool:
     low = word.casefold()
     return low in _IN_A_SUBJECT or low.endswith(("'s", "ly")) or word[:1].isupper()
 _PERFECT = frozenset("has have had is are 's been".split())
+# a perfect that tells of one happening: "recently" or "just" in its clause
+_JUST = re.compile(r"^[^,;:.!?]*\b(?:recently|just)\b", re.IGNORECASE)
+
+
+def _just_done(statement: str, after: list[str]) -> bool:
+    """Whether a first verb "has"/"have", followed by the words ``after`` it (casefolded),
+    is a perfect of something done just now, a happening: its participle (past adverbs,
+    not "been": "… has been playing a lot recently" goes on) with "recently" or "just" in
+    the first clause ("… has recently adopted a puppy", "… has had a great experience
+    volunteering at the charity walk recently"); a perfect is otherwise a state ("… has
+    worked as a nurse for years")."""
+    verb = next((word for word in after if word not in _ADVERBS), "")
+    return (verb.endswith("ed") or verb in IRREGULAR_PAST or verb in _PARTICIPLES) \
+        and bool(_JUST.search(statement))
+
+
+_PARTICIPLES = frozenset("""done gone seen taken given written eaten driven known shown grown
+begun chosen fallen forgotten gotten ridden risen spoken stolen sworn thrown woken worn
+broken frozen hidden""".split())
 
 
 def is_event(statement: str) -> bool:
@@ -487,7 +506,9 @@ def is_event(statement: str) -> bool:
     for i, word in enumerate(words):
         if i >= _LOOK and not subject:
             return False
-        if word in ("is", "are", "has", "have", "does", "do", "can", "will", "would"):
+        if word in ("has", "have"):
+            return _just_done(statement, words[i + 1:])
+        if word in ("is", "are", "does", "do", "can", "will", "would"):
             return False
         if word in PAST_IN_EED or is_past(word, words[i - 1] if i else ""):
             return not (i and words[i - 1] in _PERFECT)
