@@ -163,6 +163,9 @@ _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:woul
           # precaution ("…, in case it ever matters")
           rf"|,\s+(?:so |and )?(?:please )?(?:remind|tell|let|help|show|send) {_SUBJECT}\b"
           r"|,\s+(?:just )?in case\b"
+          # chatter that goes on after an interjection ("…, and yeah, it's spring right now",
+          # "…, haha")
+          r"|,\s+(?:and |but )?(?:yeah|oh|haha|lol|anyway|anyways|btw)\b(?!-)"
           r"|\s[-–—]\s+(?:it|it's|it’s|that's|that’s|this|these|check|so|such|the(?! user)|what"
           r"|how)\b")
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"

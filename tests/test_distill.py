@@ -1146,6 +1146,12 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "Dana's mum's birthday is on 3 January."),
     ("Dana is allergic to penicillin, in case it ever matters.",
      "Dana is allergic to penicillin."),
+    # chatter after an interjection
+    ("The user is in the eastern US, and yeah, it's spring right now.",
+     "The user is in the eastern US."),
+    ("Gina has made a video on styling Gina's fashion pieces, btw.",
+     "Gina has made a video on styling Gina's fashion pieces."),
+    ("The user loves Oh Wonder, the band.", "The user loves Oh Wonder, the band."),
 ])
 def test_a_line_keeps_its_sentence_s_main_clause(sentence: str, kept: str) -> None:
     """What follows a main clause — a consequence, a comment, the speaker's wish about it —
@@ -1365,6 +1371,8 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
                        "to upgrade it.", value=True) == "The user has a Honda Civic Si."
     assert main_clause("Joanna can't have dairy, so no ice cream for Joanna.", value=True) == \
         "Joanna can't have dairy."
+    assert main_clause("The user is in the eastern US, and yeah, it's spring right now.",
+                       value=True) == "The user is in the eastern US."
 
 
 @pytest.mark.parametrize(("statement", "subject", "value"), [

@@ -495,9 +495,11 @@ def is_event(statement: str) -> bool:
     """Whether a statement tells of something that happened (a day's journal keeps it)
     rather than a state that lasts: it has a date ("on 7 May 2023", "in 2022"), or its
     first verb is in the past tense ("Melanie took the kids to the museum"; "Melanie has
-    got two kids" and "Maya is married" are states). The first verb is looked for in the
-    first :data:`_LOOK` words, and past them while every word before can be part of a
-    subject (:func:`_of_a_subject`: "The user's parents and brother unanimously agreed")."""
+    got two kids" and "Maya is married" are states), or it is a perfect of something just
+    done (:func:`_just_done`: "… has recently adopted a puppy"). The first verb is looked
+    for in the first :data:`_LOOK` words, and past them while every word before can be part
+    of a subject (:func:`_of_a_subject`: "The user's parents and brother unanimously
+    agreed")."""
     if _DATED.search(statement):
         return True
     said = re.findall(r"[A-Za-z']+", statement)
