@@ -12,6 +12,10 @@ swept swung wept wound shook froze forgave bent bred blew broke dealt dove drank
 fled flung forbade forgot got ground leapt lay misled overcame overtook rebuilt
 repaid sank shone shrank sought sprang stank stung strove swore tore threw trod
 undertook upheld withdrew""".split())
+# past participles that are no past tense ("has just seen Dune", "has recently given up")
+_PARTICIPLES = frozenset("""done gone seen taken given written eaten driven known shown grown
+begun chosen fallen forgotten gotten ridden risen spoken stolen sworn thrown woken worn
+broken frozen hidden""".split())
 # past tenses that read as an imperative or infinitive too ("Read this book", "help me set")
 SAME_AS_BASE = frozenset("read put set shut hit cut let quit spread".split())
 _STATE_PAST = frozenset("""named called married interested excited based used tired engaged
@@ -31,3 +35,9 @@ def is_past(word: str, before: str = "") -> bool:
     return word in IRREGULAR_PAST or word in ("was", "were") or (
         word.endswith("ed") and not word.endswith("eed") and word not in _STATE_PAST
         and before not in _BEFORE_ADJECTIVE and not before.endswith(("ing", "'s")))
+
+
+def is_participle(word: str) -> bool:
+    """Whether ``word`` (casefolded) may be a past participle: an "-ed" word, an irregular
+    past ("had", "got") or an irregular participle ("seen", "taken")."""
+    return word.endswith("ed") or word in IRREGULAR_PAST or word in _PARTICIPLES

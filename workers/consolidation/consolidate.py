@@ -127,8 +127,9 @@ _PASSING_OR_IMPENDING = re.compile(f"{PHASE.pattern}|{IMPENDING.pattern}", re.IG
 # April", "… has been playing electric guitar for a while now"): a routine, Workflows', as
 # long as it is said again within the half-life (a phase's rule); not a trip's length ("…
 # is staying in Tokyo for a week": no perfect), nor "a daily time limit" (an adjective)
-_HOW_OFTEN = (r"every (?:single |other )?(?:day|morning|afternoon|evening|night|week|weekend"
-              rf"|month|{DAY_NAME}(?: (?:morning|afternoon|evening|night))?)"
+_PERIOD = r"day|morning|afternoon|evening|night|week|weekend|month"
+_HOW_OFTEN = (rf"every (?:single |other )?(?:{_PERIOD}"
+              rf"|{DAY_NAME}(?: (?:morning|afternoon|evening|night))?)"
               r"|(?:once|twice|three times|four times|\d+ times) a (?:day|week|month)"
               rf"|on (?:{DAY_NAME}s|weekends)"
               r"|(?:regularly|daily|weekly|nightly)(?!\s+[a-z])")
@@ -359,10 +360,9 @@ def value_section(subject: str, line: str) -> str:
 # week", "… is carving out some me-time each day" (Workflows; not a wish: "… wants to fit in
 # 3 workout sessions per week", nor a taste kept up for a while: "… has been playing guitar
 # for three months")
-_SCHEDULED = re.compile(rf"\b(?:{_HOW_OFTEN}|each (?:day|morning|afternoon|evening|night"
-                        r"|week|weekend|month)|(?:\d+|one|two|three|four|five|six|seven"
-                        r"|a few|several) (?:[\w-]+ ){0,2}per (?:day|week|month))(?![\w-])",
-                        re.IGNORECASE)
+_SCHEDULED = re.compile(rf"\b(?:{_HOW_OFTEN}|each (?:{_PERIOD})|(?:\d+|one|two|three|four"
+                        r"|five|six|seven|a few|several) (?:[\w-]+ ){0,2}per (?:day|week"
+                        r"|month))(?![\w-])", re.IGNORECASE)
 _KIN_VALUES = frozenset({"pet", "partner"})
 _TOOL_VALUES = frozenset({"editor", "language", "database"})
 _ALLERGY = re.compile(r"\ballerg", re.IGNORECASE)

@@ -40,7 +40,7 @@ from projections.kin import PETS, RELATIVES
 from projections.passages import sentences as split_sentences
 from projections.readable import TITLES
 from projections.relative_time import MONTH_NAME, resolve
-from projections.tense import IRREGULAR_PAST, PAST_IN_EED, SAME_AS_BASE, is_past
+from projections.tense import IRREGULAR_PAST, PAST_IN_EED, SAME_AS_BASE, is_participle, is_past
 
 from .chunks import Turn
 from .text import GENERIC_SPEAKERS, content_words, folded
@@ -482,13 +482,7 @@ def _just_done(statement: str, after: list[str]) -> bool:
     volunteering at the charity walk recently"); a perfect is otherwise a state ("… has
     worked as a nurse for years")."""
     verb = next((word for word in after if word not in _ADVERBS), "")
-    return (verb.endswith("ed") or verb in IRREGULAR_PAST or verb in _PARTICIPLES) \
-        and bool(_JUST.search(statement))
-
-
-_PARTICIPLES = frozenset("""done gone seen taken given written eaten driven known shown grown
-begun chosen fallen forgotten gotten ridden risen spoken stolen sworn thrown woken worn
-broken frozen hidden""".split())
+    return is_participle(verb) and bool(_JUST.search(statement))
 
 
 def is_event(statement: str) -> bool:
