@@ -48,7 +48,10 @@ _SOMEONE = re.compile(rf"\b[A-Z]\w+|\b\w+['’]s\s+\w|\b(?:{_DETERMINER})\s+(?:[
                       r"|guys?|man|men|woman|women|boys?|girls?|baby|babies|lady|person"
                       r"|people|author|artist|singer|writer|players?)\b")
 _NOUN_PHRASE = re.compile(rf"\b(?:{_DETERMINER})\s+\w|\b\w+['’]s\s+\w|\b[A-Z]\w+")
-_FIRST_CLAUSE = re.compile(r"[,;:.!?]|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
+# a mark that ends a clause: a comma, a semicolon, a colon, a full stop, "!" or "?"; not the
+# colon of a time ("wakes up at 7:30 every day") nor a number's point ("runs 2.5 miles")
+CLAUSE_MARK = r"[,;!?]|(?<!\d)[:.]|[:.](?!\d)"
+_FIRST_CLAUSE = re.compile(rf"{CLAUSE_MARK}|\s[-–—]\s|-\s|\s(?:and|but|so|because|while|though"
                            r"|since)\s")
 # An aspect of a thing the statement does not name ("Joanna loves the color and texture",
 # "… likes the idea and the acting": of what?): a like whose object is only such nouns —

@@ -639,6 +639,9 @@ def test_memory_md_takes_only_statements_that_begin_with_a_speaker() -> None:
     ("Joanna had a dog with that name.", False),
     ("The atmosphere in the arena was electric.", True),
     ("Gina chose furniture that looks great.", True),        # "that", a relative pronoun
+    # a number's point or a time's colon ends no clause: "this" is in the first one
+    ("Maria ran 3.5 miles in this race.", False),
+    ("Tim gets up at 6:30 for this class.", False),
 ])
 def test_a_statement_that_needs_its_turns_to_be_understood_is_told_apart(
         statement: str, alone: bool) -> None:
@@ -1539,6 +1542,8 @@ def test_a_line_s_day_comes_off_with_or_without_a_full_stop_after_it(line: str) 
     ("The user has been playing electric guitar for a while now.", "Workflows"),
     ("Maria volunteers at a local dog shelter once a month.", "Workflows"),
     ("The user has been meal prepping on Sundays for three weeks now.", "Workflows"),
+    # a time's colon ends no clause: how often is still in the first one
+    ("The user has been waking up at 6:30 am every day.", "Workflows"),
     # not what the activity is, before how often or how long
     ("Tim has been playing for about four months now and it's been an adventure.", None),
     ("The user has been going every Thursday evening at their local gym for two months.",
@@ -1625,6 +1630,26 @@ def test_a_routine_said_again_is_one_line_the_newer(home: Home, tmp_path: Path) 
     workflows = memory_md.split("## Workflows\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert workflows == ["- Ann has been going to Zumba on Tuesdays and Thursdays.",
                          "- Ann has been taking piano lessons twice a week."], memory_md
+
+
+@pytest.mark.parametrize(("bullets", "line", "same"), [
+    # no uncommon word, but all that one says is done is in what the other says
+    (["Ann has been trying to get to bed earlier to wake up at a specific time on Fridays."],
+     "Ann has been trying to get to bed earlier so Ann can wake up at 6:30 am on Fridays", 0),
+    (["Ann has been going to Zumba on Tuesdays.", "Ann has been trying to get to bed earlier"
+      " every night."], "Ann has been trying to get to bed earlier every weekend", 1),
+    # each says something done the other does not
+    (["Ann has been taking guitar lessons every week."],
+     "Ann has been taking piano lessons every week", None),
+    # another person's
+    (["Bo has been trying to get to bed earlier every night."],
+     "Ann has been trying to get to bed earlier every night", None),
+])
+def test_a_routine_said_again_is_found_by_what_is_done(bullets: list[str], line: str,
+                                                        same: int | None) -> None:
+    from workers.consolidation.consolidate import _same_routine
+
+    assert _same_routine(bullets, line) == same
 
 
 @pytest.mark.parametrize(("line", "words"), [

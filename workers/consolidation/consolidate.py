@@ -54,6 +54,7 @@ from projections.memories import NOT_MINED, Memory, get_memory, list_memories
 from projections.mining import imported_sessions
 from projections.passages import sentences
 from projections.readable import (
+    CLAUSE_MARK,
     LIST_MARK,
     NEXT_CLAUSE,
     first_sentence,
@@ -113,7 +114,7 @@ PHASE = re.compile(r"\b(?:currently|lately|these days|right now|at the moment|at
                    r"|for now|for the time being)\b", re.IGNORECASE)
 PHASE_DAYS = 90.0     # DreamingConfig.half_life_days' default
 # what lies in a line's first clause: before its first mark or " - "
-_IN_FIRST_CLAUSE = r"^(?:(?![,;:.!?]|\s[-–—]\s).)*?"
+_IN_FIRST_CLAUSE = rf"^(?:(?!{CLAUSE_MARK}|\s[-–—]\s).)*?"
 # … and in any section, what its first clause says is about to happen, undated ("The
 # user is moving to Melbourne soon", "… has an upcoming show"; not "Jon is working on Jon's
 # business - rehearsing for an upcoming show", whose work goes on): it has happened, or
@@ -299,14 +300,20 @@ def routine_of(line: str) -> frozenset[str]:
 
 def _same_routine(bullets: list[str], line: str) -> int | None:
     """The index of a bullet among ``bullets`` that is a routine of the same person and
-    activity as ``line`` (:func:`routine_of` shares a word), or None."""
-    words = routine_of(line)
-    if not words or not KEPT_UP.search(line):
+    activity as ``line`` (:func:`routine_of` shares a word, or what one says is done is all
+    in what the other says: "… has been trying to get to bed earlier so the user can wake
+    up at 6:30 am on Fridays" and "… trying to get to bed earlier to wake up at a specific
+    time on Fridays"), or None."""
+    if not KEPT_UP.search(line):
         return None
+    words, done = routine_of(line), frozenset(content_words(_done(line)))
     who = first_word(line)
     for i, bullet in enumerate(bullets):
         text = bare(bullet)
-        if first_word(text) == who and KEPT_UP.search(text) and words & routine_of(text):
+        if first_word(text) != who or not KEPT_UP.search(text):
+            continue
+        other = frozenset(content_words(_done(text)))
+        if words & routine_of(text) or (done and other and (done <= other or other <= done)):
             return i
     return None
 
@@ -446,7 +453,7 @@ def _stems(text: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 
 
-_CLAUSE_END = re.compile(r"[,;:.!?]|\s[-–—]\s")
+_CLAUSE_END = re.compile(rf"{CLAUSE_MARK}|\s[-–—]\s")
 _CLAUSE_END_OR_AND = re.compile(_CLAUSE_END.pattern + r"|\s(?:and|but|so|because)\s")
 
 

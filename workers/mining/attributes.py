@@ -302,7 +302,8 @@ def examples_by_label() -> list[tuple[str, str]]:
     class."""
     return [*((e, a.key) for a in (*ATTRIBUTES, *DECOYS) for e in a.examples),
             *((e, a.key + ALSO) for a in ATTRIBUTES for e in a.also)]
-_SPLIT = re.compile(r"([,;:]|\s(?:and|but|so|because|while|though)\s)", re.IGNORECASE)
+_SPLIT = re.compile(r"([,;]|(?<!\d):|:(?!\d)|\s(?:and|but|so|because|while|though)\s)",
+                    re.IGNORECASE)
 
 
 _DATE = re.compile(rf"\s*\b(?:on|in|around|since|from|until|by)?\s*(?:the (?:weekend|week) of )?"

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from events import clock
 from projections.kin import PETS, RELATIVES
 from projections.passages import sentences as split_sentences
-from projections.readable import TITLES
+from projections.readable import CLAUSE_MARK, TITLES
 from projections.relative_time import MONTH_NAME, resolve
 from projections.tense import IRREGULAR_PAST, PAST_IN_EED, SAME_AS_BASE, is_participle, is_past
 
@@ -471,7 +471,7 @@ def _of_a_subject(word: str) -> bool:
     return low in _IN_A_SUBJECT or low.endswith(("'s", "ly")) or word[:1].isupper()
 _PERFECT = frozenset("has have had is are 's been".split())
 # a perfect that tells of one happening: "recently" or "just" in its clause
-_JUST = re.compile(r"^[^,;:.!?]*\b(?:recently|just)\b", re.IGNORECASE)
+_JUST = re.compile(rf"^(?:(?!{CLAUSE_MARK}).)*\b(?:recently|just)\b", re.IGNORECASE)
 
 
 def _just_done(statement: str, after: list[str]) -> bool:
