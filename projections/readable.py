@@ -174,8 +174,9 @@ _ASIDE = (rf",?\s+(?:and|but) {_SUBJECT} (?:(?:also|really|still|just) )*(?:woul
 _NOT_SO = r"(?! (?:well|far|much|many|long|soon|to)\b)"
 _VALUE_TAIL = re.compile(rf",\s+so\b{_NOT_SO}|{_ASIDE}")
 # a comment spliced on with a comma ("… aerial yoga, it's a great way to switch off", "…
-# yellow leaves, it looks so cozy"): no value's line loses it ("… a hybrid bike, it's a Trek")
-_SPLICED = r",\s+(?:it|that|they)(?:'s|’s|'re|’re|\s)"
+# yellow leaves, it looks so cozy", "… carries their EpiPen, but it's still nerve-wracking"):
+# no value's line loses it ("… a hybrid bike, it's a Trek")
+_SPLICED = r",\s+(?:but\s+)?(?:it|that|they)(?:'s|’s|'re|’re|\s)"
 _TAIL = re.compile(rf",\s+(?:so|which|who|whose|where|as|because)\b{_NOT_SO}|{_ASIDE}"
                    rf"|{_SPLICED}")
 

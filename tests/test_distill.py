@@ -1112,6 +1112,8 @@ def test_a_statement_s_first_sentence(statement: str, first: str) -> None:
      "The user is into The Good Place - the user watches 2 episodes every day."),
     ("Maria also enjoys aerial yoga, it's a great way to switch off.",
      "Maria also enjoys aerial yoga."),                 # a comment spliced on
+    ("The user always carries the user's EpiPen, but it's still nerve-wracking.",
+     "The user always carries the user's EpiPen."),     # … after "but" too
     ("Melanie has been running farther to de-stress, which has been great for her.",
      "Melanie has been running farther to de-stress."),
     ("The user got a new bike on 28 May 2023 and the user is excited to explore the city.",
