@@ -194,10 +194,12 @@ class ToolCallFilter:
 
     A small model asks for a memory tool by printing a fenced ```json block (or a bare JSON
     object); printed as it streams, that JSON would flash on the terminal before the real
-    answer. So when a reply's first non-blank characters open a code fence or a ``{``, its
-    output is held until the reply ends (:meth:`reply_end`, called after each model call of
-    a turn): a tool call is then shown as one line such as ``[memory_search: "bees"]``, and
-    anything else is printed as it came. Every other reply streams untouched.
+    answer. So when a reply's first non-blank characters open a code fence, a ``{`` or a
+    tag, its output is held until the reply ends (:meth:`reply_end`, called after each
+    model call of a turn): a tool call is then shown as one line such as
+    ``[memory_search: "bees"]``, the chat template's call tags copied with no call in them
+    (:func:`workers.chat.tools.imitates_a_call`: the session asks again without tools) not
+    at all, and anything else is printed as it came. Every other reply streams untouched.
     """
 
     def __init__(self, write: Callable[[str], None]) -> None:
@@ -215,7 +217,7 @@ class ToolCallFilter:
         start = self._held.lstrip()
         if not start or "```".startswith(start):
             return  # blank so far, or a fence's first backticks: not decided yet
-        if start.startswith(("```", "{")):
+        if start.startswith(("```", "{", "<")):
             self._mode = "hold"
             return
         self._mode = "stream"
@@ -224,7 +226,7 @@ class ToolCallFilter:
 
     def reply_end(self, reply: Any = None) -> None:
         """One model call is over: show its held text, or its tool calls as short lines."""
-        from workers.chat.tools import parse_text_tool_calls, structured_call
+        from workers.chat.tools import imitates_a_call, parse_text_tool_calls, structured_call
 
         held, self._held, self._mode = self._held, "", "undecided"
         calls: list[tuple[str, Any]] = []
@@ -234,7 +236,7 @@ class ToolCallFilter:
                      map(structured_call, getattr(reply, "tool_calls", None) or [])]
             if held.strip() and not calls:
                 calls = [(c["name"], c["arguments"]) for c in parse_text_tool_calls(held)]
-                held = "" if calls else held
+                held = "" if calls or imitates_a_call(held) else held
         if held:
             self.write(held)
         if calls:

@@ -14,6 +14,7 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig, load_config
 from events.types import Remembered
 from workers.chat.session import ChatSession
+from workers.chat.tools import TOOL_PROMPT
 from workers.llm import ChatReply, ChatStats, ScriptedBackend
 
 from .conftest import Stores, rules
@@ -181,3 +182,71 @@ def test_the_chat_shows_a_text_tool_call_as_one_line(home: Home, tmp_path: Path)
     with EventLog(home.events_db) as log:
         (turn,) = log.read(types=["AssistantTurn"])
     assert turn.payload["text"] == "Your bees are on the roof."
+
+
+# --- a model too small for the tools ------------------------------------------------------------
+
+# what the installed 0.5B model answers when offered the tools: the chat template's call
+# placeholders copied as tags (measured with `diarist serve-model`)
+IMITATION = ('<function-name>remember</function-name>\n<args-json-object>\n    {"content": '
+             '"John loves the ocean.", "required": ["content"]}\n</args-json-object>')
+
+
+class TooSmallForTools(ScriptedBackend):
+    """Copies the template's tags while a tool prompt is in the system prompt; answers
+    once it is not (the session's plain call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offered: list[bool] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        system = str(messages[0].get("content") or "") if messages else ""
+        offered = TOOL_PROMPT in system
+        self.offered.append(offered)
+        return IMITATION if offered else "Your bees are on the roof."
+
+
+@pytest.mark.parametrize(("text", "imitates"), [
+    (IMITATION, True),
+    ("<tool_call>\nmemory_search bees\n</tool_call>", True),
+    ('<name>John</name>\n<arguments>{content:"Lord of the Rings"}', True),
+    # a call the parser reads is a call; an answer with a tag in it is an answer
+    ('<tool_call>\n{"name": "memory_search", "arguments": {"query": "bees"}}\n</tool_call>',
+     False),
+    ("Wrap it in <b>bold</b>.", False),
+    ("Your bees are on the roof.", False),
+])
+def test_a_reply_that_copies_the_template_s_call_tags_is_told_apart(text: str,
+                                                                     imitates: bool) -> None:
+    from workers.chat.tools import imitates_a_call
+
+    assert imitates_a_call(text) is imitates
+
+
+def test_the_copied_tags_never_reach_the_terminal() -> None:
+    out, _ = feed([IMITATION[:5], IMITATION[5:40], IMITATION[40:]])
+    assert out == []
+    out, _ = feed(["<b>", "Bold</b> it."])   # a tag in an answer: printed whole
+    assert "".join(out) == "<b>Bold</b> it."
+
+
+def test_a_model_too_small_for_the_tools_is_asked_again_without_them(
+        home: Home, stores: Stores) -> None:
+    remember_bees(home)
+    log, store = stores
+    backend = TooSmallForTools()
+    notices: list[str] = []
+    session = ChatSession(home, log, store, backend, Config(), notify=notices.append)
+    session.start()
+    reply = session.send("where are my bees?")
+    assert reply.text == "Your bees are on the roof."
+    assert backend.offered == [True, False]
+    assert session.tools is False and len(notices) == 1 and "--no-tools" in notices[0]
+    session.send("and my hives?")           # the rest of the session goes without them
+    assert backend.offered == [True, False, False]
+    assert tool_calls(home) == []
+    with EventLog(home.events_db) as log2:
+        assert len(log2.read(types=["Remembered"])) == 1          # only remember_bees'
+        turns = [e.payload["text"] for e in log2.read(types=["AssistantTurn"])]
+    assert turns == ["Your bees are on the roof.", "Your bees are on the roof."]

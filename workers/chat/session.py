@@ -55,6 +55,7 @@ from .tools import (
     TOOL_SPECS,
     TOOLS_DONE,
     call_key,
+    imitates_a_call,
     parse_text_tool_calls,
     run_tool,
     structured_call,
@@ -279,6 +280,8 @@ class ChatSession:
             reply = self._chat([], on_token, on_reply_end)
             if self.tools:
                 reply = self._tool_rounds(reply, on_token, on_reply_end)
+            if self.tools and not reply.interrupted and imitates_a_call(reply.text):
+                reply = self._without_tools(on_token, on_reply_end)
         except ReplyCutOff as cut:  # keep what was already shown, then report the error
             if cut.partial.text.strip():
                 self._reply_done(user_id, cut.partial)
@@ -402,6 +405,17 @@ class ChatSession:
             else:
                 rounds.wire.append({"role": "user", "content": result_text})
         return repeats
+
+    def _without_tools(self, on_token: Callable[[str], None] | None,
+                       on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:
+        """The model copied the chat template's tool-call tags instead of answering
+        (:func:`.tools.imitates_a_call`: the installed 0.5B model does with tools offered):
+        the tools go for the rest of the session, and the message is asked again without
+        them."""
+        self.tools = self._native_tools = False
+        self.notify("[the model cannot call the memory tools — they are off for this session; "
+                    "`diarist chat --no-tools` starts without them]")
+        return self._chat([], on_token, on_reply_end, plain=True)
 
     def _answer_plainly(self, rounds: _ToolRounds, on_token: Callable[[str], None] | None,
                         on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:

@@ -102,6 +102,20 @@ def _calls_in(value: Any) -> list[dict[str, Any]]:
     return calls
 
 
+# the chat template's own words for a call, copied as if they were tags: Qwen's tool prompt
+# shows `{"name": <function-name>, "arguments": <args-json-object>}` within <tool_call>
+# tags, and the 0.5B model answers "<function-name>memory_search</function-name>
+# <args-json-object>{…}</args-json-object>" or "<name>John</name> <arguments>{…}"
+_TEMPLATE_TAG = re.compile(r"</?(?:function[-_]?name|function|args-json-object|arguments"
+                           r"|parameters|name|tool_call|tools?)>", re.I)
+
+
+def imitates_a_call(text: str) -> bool:
+    """Whether a reply copies the chat template's tool-call tags and holds no call that
+    :func:`parse_text_tool_calls` reads: a model too small for the tools, not an answer."""
+    return bool(_TEMPLATE_TAG.search(text or "")) and not parse_text_tool_calls(text)
+
+
 def parse_text_tool_calls(text: str) -> list[dict[str, Any]]:
     """Tool calls a model printed as text: ``[{"name": ..., "arguments": {...}}, ...]``.
     Only known tool names; malformed JSON and other shapes are ignored."""
