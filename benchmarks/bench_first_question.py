@@ -3,7 +3,7 @@
     diarist serve-model [--model 1.5b] --port 8080 &
     python benchmarks/recall_dev.py ../shared/bench/locomo --homes DIR --night
     python benchmarks/bench_first_question.py DIR [--base-url URL] [--code CHECKOUT]
-        [--temperature T] [--json]
+        [--temperature T] [--tools] [--json]
 
 For each LoCoMo home under ``DIR`` (after the default night), the conversation's
 single-hop dev questions whose answer a line of its MEMORY.md states ("Which classical
@@ -13,9 +13,10 @@ Bach and Mozart, …"): a line that contains the answer and shares at least
 with the question's evidence turns, so a line that holds the answer's word by chance ("…
 running, reading, or playing Melanie's violin" for the shoes Melanie runs in) does not
 count. Each is the first message of a fresh ``diarist chat`` session (the default
-config, a 2,048-token window, tools off) on a copy of its home, through the real backend.
-The first message's note is capped, so the reply comes from the start block, read ahead
-while the person types. Prints each reply, then how many contain the answer and the F1.
+config, a 2,048-token window, tools off; ``--tools``: on, as the config's default has
+them) on a copy of its home, through the real backend. The first message's note is
+capped, so the reply comes from the start block, read ahead while the person types. Prints
+each reply (the session's ``AssistantTurn``), then how many contain the answer and the F1.
 
 ``--code`` runs the chat of another checkout (``git worktree add /tmp/base BASE``) on the
 same homes and questions, to compare two versions. The chat samples at the server's
@@ -40,6 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "bench" / "locomo"
 sys.path.insert(0, str(REPO))
 
+from events import EventLog  # noqa: E402
 from workers.eval.metrics import answer_f1, contains_answer  # noqa: E402
 from workers.mining.text import content_words  # noqa: E402
 
@@ -80,7 +82,7 @@ def questions(homes: Path) -> list[tuple[Path, dict]]:
 
 
 def first_reply(home: Path, question: str, base_url: str, code: Path, work: Path,
-                temperature: float | None = None) -> str:
+                temperature: float | None = None, tools: bool = False) -> str:
     """The reply to ``question`` as the first message of a chat on a copy of ``home``
     (with ``llm.temperature`` set when ``temperature`` is given)."""
     copy = work / "home"
@@ -91,12 +93,15 @@ def first_reply(home: Path, question: str, base_url: str, code: Path, work: Path
         settings = (yaml.safe_load(config.read_text()) or {}) if config.exists() else {}
         settings.setdefault("llm", {})["temperature"] = temperature
         config.write_text(yaml.safe_dump(settings))
-    done = subprocess.run(
+    subprocess.run(
         [sys.executable, "-m", "cli", "chat", "--backend", "openai", "--base-url", base_url,
-         "--no-tools"], input=f"{question}\n/exit\n", capture_output=True, text=True,
-        cwd=code, env=dict(os.environ, DIARIST_HOME=str(copy)), timeout=600, check=True)
-    said = [line for line in done.stdout.splitlines() if "assistant>" in line]
-    return said[0].split("assistant>", 1)[1].strip() if said else ""
+         "--tools" if tools else "--no-tools"], input=f"{question}\n/exit\n",
+        capture_output=True, text=True, cwd=code, env=dict(os.environ, DIARIST_HOME=str(copy)),
+        timeout=600, check=True)
+    with EventLog(copy / "events.db") as log:
+        said = [e.payload["text"] for e in log.read(types=["AssistantTurn"])
+                if str(e.payload.get("session", "")).startswith("chat/")]
+    return said[0].strip() if said else ""
 
 
 def main() -> None:
@@ -106,13 +111,15 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=REPO, help="the checkout whose chat runs")
     parser.add_argument("--temperature", type=float, default=None,
                         help="llm.temperature for the chat (default: the server's)")
+    parser.add_argument("--tools", action="store_true",
+                        help="the chat's memory tools on (the config's default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="diarist-first-") as tmp:
         for home, q in questions(args.homes):
             reply = first_reply(home, q["query"], args.base_url, args.code.resolve(), Path(tmp),
-                                args.temperature)
+                                args.temperature, args.tools)
             rows.append({"id": q["id"], "question": q["query"], "answer": q["answer"],
                          "reply": reply, "contains": contains_answer(reply, str(q["answer"])),
                          "f1": answer_f1(reply, str(q["answer"]), q["category"])})

@@ -197,13 +197,16 @@ class ToolCallFilter:
     answer. So when a reply's first non-blank characters open a code fence, a ``{`` or a
     tag, its output is held until the reply ends (:meth:`reply_end`, called after each
     model call of a turn): a tool call is then shown as one line such as
-    ``[memory_search: "bees"]``, the chat template's call tags copied with no call in them
-    (:func:`workers.chat.tools.imitates_a_call`: the session asks again without tools) not
-    at all, and anything else is printed as it came. Every other reply streams untouched.
+    ``[memory_search: "bees"]``, a copy of the chat template's call tags or a call of no
+    tool of ours (:func:`workers.chat.tools.imitates_a_call`: the session then asks again
+    without tools; ``tools_on`` tells whether it still has them) not at all, and anything
+    else is printed as it came. Every other reply streams untouched.
     """
 
-    def __init__(self, write: Callable[[str], None]) -> None:
+    def __init__(self, write: Callable[[str], None],
+                 tools_on: Callable[[], bool] = lambda: True) -> None:
         self.write = write
+        self.tools_on = tools_on   # a copy is dropped only while the session has tools
         self._held = ""
         self._mode = "undecided"  # → "stream" or "hold", until the reply ends
 
@@ -236,7 +239,7 @@ class ToolCallFilter:
                      map(structured_call, getattr(reply, "tool_calls", None) or [])]
             if held.strip() and not calls:
                 calls = [(c["name"], c["arguments"]) for c in parse_text_tool_calls(held)]
-                held = "" if calls or imitates_a_call(held) else held
+                held = "" if calls or (self.tools_on() and imitates_a_call(held)) else held
         if held:
             self.write(held)
         if calls:
@@ -338,7 +341,7 @@ def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None
             continue
         out.write("assistant> ")
         write = out.write
-        shown = ToolCallFilter(write) if session.tools else None
+        shown = ToolCallFilter(write, lambda: session.tools) if session.tools else None
         try:
             reply = session.send(line, on_token=shown.token if shown else write,
                                  on_reply_end=shown.reply_end if shown else None)

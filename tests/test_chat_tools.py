@@ -211,6 +211,11 @@ class TooSmallForTools(ScriptedBackend):
     (IMITATION, True),
     ("<tool_call>\nmemory_search bees\n</tool_call>", True),
     ('<name>John</name>\n<arguments>{content:"Lord of the Rings"}', True),
+    # a call's JSON, of no tool of ours (broken off, as a reply cap leaves it)
+    ('```json\n{\n  "name": "nate_enjoys_dairy_free_flavors",\n  "arguments": {\n    '
+     '"content": "Nate loves co', True),
+    ('{"tool": "weather", "arguments": {"city": "Leeds"}}', True),
+    ('{{"name": "weather", "arguments": {"city": "Leeds"}}}', True),
     # a call the parser reads is a call; an answer with a tag in it is an answer
     ('<tool_call>\n{"name": "memory_search", "arguments": {"query": "bees"}}\n</tool_call>',
      False),
@@ -229,6 +234,11 @@ def test_the_copied_tags_never_reach_the_terminal() -> None:
     assert out == []
     out, _ = feed(["<b>", "Bold</b> it."])   # a tag in an answer: printed whole
     assert "".join(out) == "<b>Bold</b> it."
+    out = []
+    shown = ToolCallFilter(out.append, lambda: False)   # asked again, tools off: an answer
+    shown.token(IMITATION)
+    shown.reply_end(None)
+    assert out == [IMITATION]
 
 
 def test_a_model_too_small_for_the_tools_is_asked_again_without_them(

@@ -54,7 +54,19 @@ def test_bare_json_line_and_name_shape_are_parsed() -> None:
 
 
 @pytest.mark.parametrize("text", [
+    # the 1.5B model's form, offered the tools: one pair of doubled braces around the call
+    '{{"name": "memory_search", "arguments": {"query": "Maria\'s puppy", "limit": 1}}}',
+    '```json\n{{"name": "memory_search", "arguments": {"query": "Maria\'s puppy", '
+    '"limit": 1}}}\n```',
+])
+def test_a_call_in_doubled_braces_is_read_as_one(text: str) -> None:
+    assert parse_text_tool_calls(text) == [
+        {"name": "memory_search", "arguments": {"query": "Maria's puppy", "limit": 1}}]
+
+
+@pytest.mark.parametrize("text", [
     "no tools here",
+    '{{"tool": "remember", "arguments": {"content": "x"}}',                # doubled, broken
     '```json\n{"tool": "remember", "arguments": {"content": "x"}\n```',   # malformed
     '```json\n{"tool": "rm_rf", "arguments": {}}\n```',                    # unknown tool
     '{"tool": "delete_everything", "arguments": {}}',                      # unknown, bare

@@ -108,32 +108,48 @@ def _calls_in(value: Any) -> list[dict[str, Any]]:
 # <args-json-object>{…}</args-json-object>" or "<name>John</name> <arguments>{…}"
 _TEMPLATE_TAG = re.compile(r"</?(?:function[-_]?name|function|args-json-object|arguments"
                            r"|parameters|name|tool_call|tools?)>", re.I)
+# … or a call's JSON opening the reply, of a tool that is none of ours ('```json {"name":
+# "nate_enjoys_dairy_free_flavors", "arguments": …')
+_CALL_SHAPED = re.compile(r'^\s*(?:```[ \t]*(?:json)?\s*)?\{+\s*"(?:name|tool)"\s*:', re.I)
 
 
 def imitates_a_call(text: str) -> bool:
-    """Whether a reply copies the chat template's tool-call tags and holds no call that
-    :func:`parse_text_tool_calls` reads: a model too small for the tools, not an answer."""
-    return bool(_TEMPLATE_TAG.search(text or "")) and not parse_text_tool_calls(text)
+    """Whether a reply copies the chat template's tool-call tags, or opens with a call's
+    JSON, and holds no call that :func:`parse_text_tool_calls` reads: a model too small
+    for the tools, not an answer."""
+    text = text or ""
+    return bool(_TEMPLATE_TAG.search(text) or _CALL_SHAPED.match(text)) \
+        and not parse_text_tool_calls(text)
 
 
 def parse_text_tool_calls(text: str) -> list[dict[str, Any]]:
     """Tool calls a model printed as text: ``[{"name": ..., "arguments": {...}}, ...]``.
-    Only known tool names; malformed JSON and other shapes are ignored."""
+    Only known tool names; malformed JSON and other shapes are ignored, but for an object
+    in doubled braces, read as one (the 1.5B model, offered the tools, prints
+    ``{{"name": "memory_search", "arguments": {"query": "Maria's puppy"}}}``)."""
     calls: list[dict[str, Any]] = []
     for block in _FENCE.findall(text or ""):
-        try:
-            calls.extend(_calls_in(json.loads(block)))
-        except ValueError:
-            continue
+        calls.extend(_calls_in_json(block.strip()))
     rest = _FENCE.sub("", text or "")
     for line in rest.splitlines():
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
-            try:
-                calls.extend(_calls_in(json.loads(line)))
-            except ValueError:
-                continue
+            calls.extend(_calls_in_json(line))
     return calls
+
+
+def _calls_in_json(text: str) -> list[dict[str, Any]]:
+    """:func:`_calls_in` of ``text`` decoded, or of it less one pair of doubled braces
+    ("{{…}}"); none when neither decodes."""
+    for candidate in (text, text[1:-1] if text.startswith("{{") and text.endswith("}}")
+                      else None):
+        if candidate is None:
+            continue
+        try:
+            return _calls_in(json.loads(candidate))
+        except ValueError:
+            continue
+    return []
 
 
 def structured_call(call: dict) -> tuple[str | None, str, Any]:
