@@ -116,6 +116,19 @@ def test_a_request_to_the_listener_does_not_join_the_statement_before_it() -> No
         "The user is planning professional development activities for 2024."]
 
 
+def test_a_photo_shown_and_what_goes_on_about_it_state_nothing() -> None:
+    """The picture is in the chat, not in the words: "Here's a picture of me …" joins no
+    statement, nor does what follows about the picture, nor is that a statement of its
+    own ("The crowd was huge." would read "John's crowd was huge.")."""
+    turn = Turn(1, 1, "e", "r", "user", "John", "I use my influence to help causes I "
+                "believe in. It's about making the world a better place. Here's a picture "
+                "of me speaking at a charity event. The crowd was huge. I'm giving another "
+                "talk next month.", "2023-05-08T13:56:00Z", True)
+    assert [s.text for s in statements(turn, ["John"])] == [
+        "John uses John's influence to help causes John believes in. It's about making the "
+        "world a better place.", "John is giving another talk in June 2023."]
+
+
 def test_a_speaker_with_no_name_is_the_user_capitalised_only_where_a_sentence_opens() -> None:
     assert third_person("My partner and I want to make this house our own.", "user") == (
         "The user's partner and the user want to make this house the user's own.")

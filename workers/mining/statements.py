@@ -365,6 +365,13 @@ def _compound(before: list[str]) -> bool:
     return before[-2][0].isupper() or (len(before) >= 3 and before[-3].lower() in ("my", "our"))
 
 
+# a sentence that shows a photo ("Here's a picture of me speaking at a charity event"):
+# the picture is in the chat, not in the words
+_SHOWS = re.compile(r"^(?:here'?s|here is|here are|this is|these are|look at)\s+"
+                    r"(?:[\w'’-]+\s+){0,2}(?:pics?|pictures?|photos?|snaps?|snapshots?|shots?"
+                    r"|selfies?|videos?)\b")
+
+
 def _follows(sentence: str) -> bool:
     """Whether a sentence that is no disclosure itself goes on with the one before ("We
     renamed the cat. Everyone calls him Miso now."): a statement, not a question, a
@@ -387,7 +394,10 @@ def _vocative(names: Collection[str]) -> re.Pattern[str] | None:
 def statements(turn: Turn, names: Collection[str] = (),
                min_words: int = MIN_CONTENT_WORDS) -> list[Statement]:
     """The disclosures of a source turn, in the third person, dated; a sentence that goes
-    on with a disclosure (:func:`_follows`) joins it. ``names``: the conversation's
+    on with a disclosure (:func:`_follows`) joins it; one that shows a photo
+    (:data:`_SHOWS`), and what goes on about the photo, joins nothing and states nothing
+    ("… causes I believe in. Here's a picture of me at a charity event. The crowd was
+    huge."). ``names``: the conversation's
     speakers, whom a sentence may open by addressing (left out); ``min_words``: the
     content words a disclosure has at least (one, for what a speaker asked to keep: "I'm
     diabetic")."""
@@ -398,6 +408,7 @@ def statements(turn: Turn, names: Collection[str] = (),
     groups: list[list[str]] = []
     owned: set[int] = set()     # groups that start with "the <thing>"
     joined = False       # the last sentence was a disclosure or joined one
+    showing = False      # … or showed a photo, or went on about one
     for said in sentences(turn.text):
         sentence = said
         if vocative and vocative.match(bare := _LEAD.sub("", said)):
@@ -411,10 +422,13 @@ def statements(turn: Turn, names: Collection[str] = (),
             sentence = _before_talk(sentence, min_words)
         if is_disclosure(sentence, min_words):
             groups.append([sentence])
-            joined = True
+            joined, showing = True, False
+        elif _SHOWS.match(_LEAD.sub("", folded(sentence))):
+            joined, showing = False, True
         elif joined and _follows(sentence):
             groups[-1].append(sentence)
-        elif _follows(sentence) and _OWNED.match(_LEAD.sub("", sentence).casefold()):
+        elif not showing and _follows(sentence) \
+                and _OWNED.match(_LEAD.sub("", sentence).casefold()):
             owned.add(len(groups))
             groups.append([sentence])
             joined = True
