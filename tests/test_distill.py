@@ -1665,3 +1665,43 @@ def test_a_routine_is_of_the_uncommon_words_of_what_is_done(line: str, words: se
     from workers.consolidation.consolidate import routine_of
 
     assert routine_of(line) == words
+
+
+def test_a_line_another_says_all_of_leaves_memory_md(embedding: Home, tmp_path: Path) -> None:
+    """"Ann is lactose intolerant" once, then "Since Ann is lactose intolerant Ann is trying
+    out dairy-free options …": the second says all the first does, and more; one line."""
+    def said(n: int, text: str) -> dict:
+        return {"session": f"s{n}", "at": f"2023-05-0{n}T10:00:00Z", "role": "user",
+                "name": "Ann", "text": text, "ref": f"s{n}:0"}
+
+    memory_md = night_over(embedding, tmp_path, [
+        said(1, "I'm lactose intolerant, so no cheese for me."),
+        said(2, "Since I'm lactose intolerant I'm trying out dairy-free options like oat "
+                "milk instead.")])
+    assert "lactose intolerant" in memory_md, memory_md
+    assert [line for line in memory_md.splitlines() if "lactose" in line] == [
+        "- Since Ann is lactose intolerant Ann is trying out dairy-free options like oat "
+        "milk instead (since 2 May 2023)"], memory_md
+
+
+@pytest.mark.parametrize(("line", "other", "said"), [
+    ("Joanna is lactose intolerant", "Since Joanna is lactose intolerant Joanna is trying "
+     "out dairy-free options instead (since 5 September 2022)", True),
+    ("The user has been playing electric guitar for a while now (said 26 May 2023)",
+     "The user has been enjoying playing solo electric guitar (said 26 May 2023)", True),
+    # another person's
+    ("Nate is lactose intolerant", "Since Joanna is lactose intolerant Joanna is trying "
+     "out dairy-free options instead", False),
+    # one negated: the other says the opposite
+    ("Joanna doesn't like horror movies", "Joanna likes horror movies with friends", False),
+    # the same words, no more: either may be the other's opposite ("dogs more than cats")
+    ("Joanna loves dogs more than cats", "Joanna loves cats more than dogs", False),
+    ("Joanna loves hiking", "Joanna loves hiking in the mountains with Nate", True),
+    # a line of no one's
+    ("Hiking is fun", "Hiking is fun in the mountains with Joanna", False),
+])
+def test_a_line_is_said_by_another_with_all_its_words_and_more(line: str, other: str,
+                                                               said: bool) -> None:
+    from workers.consolidation.consolidate import _said_by
+
+    assert _said_by(line, other, frozenset({"joanna", "nate", "the"})) is said

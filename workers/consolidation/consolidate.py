@@ -12,8 +12,11 @@ merged into a new MEMORY.md (``LongTermRewritten``).
   Tools, Workflows, Plans, and Notes for journal lines that are not typed memories; other
   sections a person wrote are kept). A new entry joins its section as a bullet unless the
   section already says it (same normal form); a routine said again takes the place of its
-  activity's earlier line in Workflows (:func:`_add`). Over :data:`TARGET` characters (under the
-  12,288 cap) the oldest bullet of the longest section goes first, until it fits.
+  activity's earlier line in Workflows (:func:`_add`); a line another line of its person
+  says all of, and more, goes ("Joanna is lactose intolerant" beside "Since Joanna is
+  lactose intolerant Joanna is trying out dairy-free options …": :func:`_without_subsumed`).
+  Over :data:`TARGET` characters (under the 12,288 cap) the oldest bullet of the longest
+  section goes first, until it fits.
 - **Themes**, after Profile, are written anew each time from all active mined statements:
   what each speaker keeps coming back to (:func:`theme_lines`, :mod:`.themes`), each a
   statement no other section has.
@@ -973,8 +976,52 @@ def merge(store: ProjectionStore, current: str, entries: list[tuple[int, str, st
         changed.add(THEMES)
     if lines or themes.other:
         sections[THEMES] = Section(THEMES, lines, themes.other)
+    pinned = {normal(bare(bullet_of(m, names))) for m in active if m.source in NOT_MINED}
+    changed |= _without_subsumed(sections, names, pinned)
     _write_families(sections, family, changed)
     return head, _ordered(sections), changed, stated
+
+
+# a word that turns a line's meaning round: "… can't have dairy" says no "… has dairy"
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|none|nothing|without)\b|n[’']t\b",
+                       re.IGNORECASE)
+
+
+def _person(line: str, names: frozenset[str]) -> str:
+    """The speaker a line is about: the first name of one it says ("Since Joanna is …":
+    joanna), else "the" for "the user" (as :func:`..mining.values.speaker_names`), else ""."""
+    for word in re.findall(r"[\w'’]+", line):
+        if (key := first_word(word)) in names and key != "the":
+            return key
+    return "the" if re.search(r"\bthe user\b", line, re.IGNORECASE) else ""
+
+
+def _said_by(line: str, other: str, names: frozenset[str]) -> bool:
+    """Whether ``other``, a line about the same speaker, says all ``line`` does: each of
+    ``line``'s content words, and some more ("Joanna is lactose intolerant" — "Since Joanna
+    is lactose intolerant Joanna is trying out dairy-free options …"), neither line
+    negated unless both are."""
+    words, more = (frozenset(content_words(bare(x))) for x in (line, other))
+    who = _person(line, names)
+    return (bool(who) and bool(words - {who}) and words < more
+            and who == _person(other, names)
+            and bool(_NEGATION.search(line)) == bool(_NEGATION.search(other)))
+
+
+def _without_subsumed(sections: dict[str, Section], names: frozenset[str],
+                      pinned: set[str]) -> set[str]:
+    """Drops each line another line of any section says all of (:func:`_said_by`), but a
+    note the person asked to keep (``pinned``, by normal form) and a family line (written
+    anew: :func:`_write_families`); returns the titles of the sections changed."""
+    lines = [b for s in sections.values() for b in s.bullets if not FAMILY_LINE.match(b)]
+    changed: set[str] = set()
+    for section in sections.values():
+        kept = [b for b in section.bullets if normal(bare(b)) in pinned or FAMILY_LINE.match(b)
+                or not any(_said_by(b, other, names) for other in lines if other is not b)]
+        if len(kept) != len(section.bullets):
+            section.bullets = kept
+            changed.add(section.title)
+    return changed
 
 
 def own_turns(store: ProjectionStore) -> list[tuple[str, str, str]]:
