@@ -235,6 +235,28 @@ def main_clause(sentence: str, *, value: bool = False) -> str:
     return text
 
 
+# a word of a clause that may point back to what the clause before it said: "… husband's
+# name is Michael, and he was born on August 12th", "… has a cat, and the user named her
+# Luna", "… and the user loves it there"
+_POINTS_BACK = re.compile(r"\b(?:he|she|it|they|him|her|his|its|them|there|one|ones)\b",
+                          re.IGNORECASE)
+
+
+def another_statement(line: str) -> int | None:
+    """Where a line goes on, after ", and", with another statement of its person, one
+    that opens with them ("The user is currently living in the San Francisco Bay Area,
+    and the user is flexible with their travel dates"; "…, and their trip is planned for
+    early May") and has no word that may point back to what the line said before
+    (:data:`_POINTS_BACK`); else None."""
+    who = line.split(maxsplit=1)[0] if line.split() else ""
+    own = "the user|their" if who.casefold() == "the" else re.escape(re.sub(r"['’]s$", "", who))
+    found = re.search(rf",\s+and\s+(?:{own})(?:['’]s)?\b", line, re.IGNORECASE)
+    if found is None or len(line[:found.start()].split()) < 3 \
+            or _POINTS_BACK.search(line[found.end():]):
+        return None
+    return found.start()
+
+
 # Words that lean on what was said before them ("The user also loves …", "… has actually
 # been …", "… already has …", "Tim loves traveling too.", "… allergic to cockroaches as
 # well", "… their gas mileage too, and …", a clause's last "though": "… Alex is vegan

@@ -1380,6 +1380,51 @@ def test_a_current_value_keeps_the_clause_that_may_say_its_value() -> None:
                        value=True) == "The user is in the eastern US."
 
 
+@pytest.mark.parametrize(("statement", "line"), [
+    # where they live, then another statement of theirs: cut
+    ("The user is currently living in the San Francisco Bay Area, and the user is flexible "
+     "with their travel dates.", "The user is currently living in the San Francisco Bay Area."),
+    ("The user is located in the northeastern United States, and their trip is planned for "
+     "early May, which the user believes is spring migration season.",
+     "The user is located in the northeastern United States."),
+    ("Maya lives in Porto, and Maya works at the harbour.", "Maya lives in Porto."),
+    # a word that may point back to the place: kept
+    ("Maya lives in Porto, and Maya loves it there.",
+     "Maya lives in Porto, and Maya loves it there."),
+    # the place after the cut: kept whole
+    ("Maya is finally settled, and Maya's new flat is in Porto.",
+     "Maya is finally settled, and Maya's new flat is in Porto."),
+])
+def test_where_a_person_lives_is_a_line_without_another_statement(statement: str,
+                                                                   line: str) -> None:
+    from workers.consolidation.consolidate import statement_of
+
+    assert statement_of(mined_line(statement, "maya|home")) == line
+
+
+def test_another_statement_is_cut_only_from_where_a_person_lives() -> None:
+    """Another value may be said after ", and" ("…, and Maya is allergic to shellfish"):
+    only a home's place is known to be before it (a name)."""
+    from workers.consolidation.consolidate import statement_of
+
+    allergy = "Maya skipped the shrimp, and Maya is allergic to shellfish."
+    assert statement_of(mined_line(allergy, "maya|allergy")) == allergy
+
+
+def test_a_line_another_says_all_of_stays_when_asked_to_keep() -> None:
+    from workers.consolidation.consolidate import Section, _without_subsumed
+
+    sections = {"Profile": Section("Profile", ["Maya is allergic to peanuts",
+                                               "Maya is allergic to peanuts and shellfish"]),
+                "Preferences": Section("Preferences", ["Maya loves peanuts"])}
+    names = frozenset({"maya"})
+    assert _without_subsumed(sections, names, set()) == {"Profile"}
+    assert sections["Profile"].bullets == ["Maya is allergic to peanuts and shellfish"]
+    sections["Profile"].bullets.insert(0, "Maya is allergic to peanuts")
+    assert _without_subsumed(sections, names, {"maya is allergic to peanuts"}) == set()
+    assert len(sections["Profile"].bullets) == 2
+
+
 @pytest.mark.parametrize(("statement", "subject", "value"), [
     # a happening the classifier read a value into: it names no change, no state and not
     # what the attribute is

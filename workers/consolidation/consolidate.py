@@ -60,6 +60,7 @@ from projections.readable import (
     CLAUSE_MARK,
     LIST_MARK,
     NEXT_CLAUSE,
+    another_statement,
     first_sentence,
     main_clause,
     points_out,
@@ -84,7 +85,7 @@ from ..mining.candidates import HEURISTIC
 from ..mining.chunks import is_source, strip_injected
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import CAPTION, display_name, is_event, is_past
-from ..mining.text import content_words, grounded, normal
+from ..mining.text import content_words, grounded, names_something, normal
 from ..mining.values import (
     INTENDS,
     NEEDS,
@@ -583,7 +584,10 @@ def statement_of(memory: Memory) -> str:
     when it has more than one ("… gave the hamster a new name. Everyone calls him Pudding
     now."; not a preference, said right after "prefers"), up to one that only comments
     (:func:`projections.readable.without_comments`: "It's an awesome way to connect"), a
-    reason or relative clause ("…, because Maya is allergic to shellfish"). A line that
+    reason or relative clause ("…, because Maya is allergic to shellfish"); where a person
+    lives ends before another statement of theirs, once it has named the place
+    (:func:`projections.readable.another_statement`: "… living in the San Francisco Bay
+    Area, and the user is flexible with their travel dates"). A line that
     points out of itself past its first clause (:func:`projections.readable.points_out`) is
     cut before the clause that does, when what is left reads on its own. Words that lean
     on the conversation go (:func:`projections.readable.without_leaning`: "also", "too").
@@ -617,7 +621,12 @@ def _mined_statement(memory: Memory) -> str:
     first = first_sentence(text)
     if memory.subject and first != text and not _PREFERENCE_KEY.search(memory.subject):
         return without_discourse(without_comments(text))
-    return main_clause(first, value=bool(memory.subject))
+    line = main_clause(first, value=bool(memory.subject))
+    if attribute_of(memory.subject.rpartition("|")[2]) == "home" \
+            and (cut := another_statement(line)) is not None \
+            and names_something(line[:cut], besides=first_word(line).capitalize()):
+        return line[:cut].rstrip() + "."     # where they live, not what they do there
+    return line
 
 
 def _plain(content: str) -> str:
