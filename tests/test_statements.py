@@ -93,6 +93,24 @@ def test_relative_time_is_resolved_from_when_it_was_said(said: str, at: dt.datet
     ("I practice and train every day.", "Caroline practices and trains every day."),
     ("I use Obsidian for all my notes, and I sync it.",
      "Caroline uses Obsidian for all Caroline's notes, and Caroline syncs it."),
+    # … and one joined further on, a verb's base form before its particle, object or "to"
+    ("I usually wake up at 7 am and go to bed around 10:30 pm.",
+     "Caroline usually wakes up at 7 am and goes to bed around 10:30 pm."),
+    ("I usually do my grocery shopping and fill up my gas tank on Sundays.",
+     "Caroline usually does Caroline's grocery shopping and fills up Caroline's gas tank on "
+     "Sundays."),
+    # … not a noun ("rice and chicken"), nor a verb of an infinitive's, of another subject,
+    # of a clause within, or after "don't"
+    ("I love rice and chicken with vegetables.", "Caroline loves rice and chicken with "
+     "vegetables."),
+    ("I want to get stronger and improve my endurance.",
+     "Caroline wants to get stronger and improve Caroline's endurance."),
+    ("I think my sister wanted to come and see the show.",
+     "Caroline thinks Caroline's sister wanted to come and see the show."),
+    ("I'll make a list of what I believe in and reach out to them.",
+     "Caroline will make a list of what Caroline believes in and reach out to them."),
+    ("I hope I don't rely on it and forget the basics.",
+     "Caroline hopes Caroline doesn't rely on it and forget the basics."),
     # … not one an earlier modal governs
     ("Books can shift how I think and help me learn.",
      "Books can shift how Caroline thinks and help Caroline learn."),

@@ -15,7 +15,9 @@ third-person statements that name who.
 3. **Rewritten** in the third person, from the speaker's name: "I went there yesterday"
    said by Caroline on 8 May 2023 becomes "Caroline went there on 7 May 2023" — "I"/"we"
    become the name (the verb agreeing: "I live" → "Caroline lives", "I'm" → "Caroline
-   is", "I wanna" → "Caroline wants to"), "my"/"our" the name's possessive, "me"/"us" the
+   is", "I wanna" → "Caroline wants to", and a verb joined to it: "… wakes up at 7 am
+   and goes to bed", a verb's base form by lemminflect's lexicon: :func:`_joined_verb`),
+   "my"/"our" the name's possessive, "me"/"us" the
    name (not inside a hyphenated word, "me-time", nor the country, "the US", nor one
    capitalised past a sentence's opening, a title's: "The Last of Us", nor any word in
    double quotes: "How I Built This"); relative
@@ -34,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cache
 
 from events import clock
 from projections.kin import PETS, RELATIVES
@@ -297,10 +300,13 @@ def third_person(sentence: str, speaker: str) -> str:
     out: list[str] = []
     agree = False        # the next verb follows "I"/"we" and must agree with the name
     agreed = ""          # the verb just made to agree, till the next word ("… and train")
+    verb = ""            # … till its clause ends (:func:`_joined_verb`: "… and fill up …")
+    within = False       # "I"/"we" opened a clause within another ("… what I believe …")
     words: list[str] = []    # the words so far, as said, and the marks between them
     quoted = False       # inside double quotes: a title or someone's words, as said
     for i, token in enumerate(tokens):
         low = token.lower()
+        joined, verb = _going_on(verb, tokens, i, [*words, token])
         if token.isspace() or not token[0].isalpha():
             out.append(token)
             quoted = _in_quotes(token, quoted)
@@ -309,8 +315,8 @@ def third_person(sentence: str, speaker: str) -> str:
                 agreed = ""
             continue
         words.append(token)
-        if agreed and low in ("and", "or"):   # "I practice and train": both verbs agree
-            out.append(token)
+        if (agreed and low in ("and", "or")) or joined:   # "I practice and train": both
+            out.append(token)     # verbs agree; "I usually do my shopping and fill up …"
             agree, agreed = True, ""
             continue
         agreed = ""
@@ -328,6 +334,9 @@ def third_person(sentence: str, speaker: str) -> str:
             # "What can I say": after a modal the verb stays as it is
             agree = not _compound(words[:-1]) and not (
                 len(words) > 1 and words[-2].lower() in _MODALS | {"do", "does"})
+            # "… what I believe in and reach out …": a clause within, whose verb no later
+            # verb joins
+            within = len(words) > 1 and words[-2].lower() in _WITHIN
             continue
         if low in _CONTRACTED:
             out += [name, " ", _CONTRACTED[low]]
@@ -345,10 +354,73 @@ def third_person(sentence: str, speaker: str) -> str:
             # past) or a modal came first ("… can shift how I think and help me learn")
             joins = agreeing != token and not any(w.lower() in _MODALS for w in words[:-2])
             agree, agreed = False, (low if joins else "")
+            verb = "" if within or low in _DO else agreed   # "… doesn't rely on it and forget"
             continue
         out.append(token)
     text = "".join(out).strip()
     return text[0].upper() + text[1:] if text else text
+
+
+# what follows a verb and no noun: its particle, its object's determiner or pronoun, "to"
+# ("… and fill up their tank", "… and want to try", "… and walk the dog"; not "… rice and
+# chicken with …")
+_COMPLEMENT = frozenset("""up out off down back away over around the a an my our their his
+her its your some it them him me us to""".split())
+# words that end a verb's clause: another subject, a modal, a subordinator, an infinitive's
+# "to" ("I think my sister will come and see it", "I love it when the kids play and …", "I
+# want to get stronger and improve …")
+_WITHIN = frozenset("""who which that what when if because since as than until unless
+whether where""".split())
+_NEW_CLAUSE = _WITHIN | frozenset("he she they you it's so but to i we".split()) | _MODALS
+_DO = frozenset({"don't"})
+# a verb's helpers, after which a past form is still the same subject's ("I have used …")
+_AUXILIARIES = frozenset("have has had been be being get got is am are was were".split())
+
+
+@cache
+def _base_verb(word: str) -> bool:
+    """Whether ``word`` is a verb's base form (lemminflect's English lexicon): "fill", "go",
+    "want"; not "pizza", "dogs", "went"."""
+    from lemminflect import getAllLemmas
+
+    return word in getAllLemmas(word, upos="VERB").get("VERB", ())
+
+
+def _going_on(verb: str, tokens: list[str], i: int, words: list[str]) -> tuple[bool, str]:
+    """For the word ``tokens[i]`` after ``verb``, the verb made to agree in this clause
+    (or none): whether it is an "and" that joins a verb to it (:func:`_joined_verb`), and
+    the verb the clause still has (none once the word ends it: :func:`_ends_its_clause`)."""
+    low = tokens[i].lower()
+    if not verb:
+        return False, ""
+    if low == "and" and _joined_verb(tokens, i):
+        return True, ""
+    if low.isspace() or (not low[0].isalnum() and low[0] not in "'’"):
+        return False, verb if low.isspace() else ""     # a mark ends it; "7 am and go …"
+    return False, "" if _ends_its_clause(low, words) else verb
+
+
+def _joined_verb(tokens: list[str], i: int) -> bool:
+    """Whether the "and" at ``tokens[i]`` joins a verb to the one made to agree before it,
+    so that it agrees too: the next word (past adverbs) is a verb's base form followed by a
+    complement (:data:`_COMPLEMENT`): "I usually wake up at 7 am and go to bed"."""
+    after = [t for t in tokens[i + 1:i + 12] if not t.isspace()]
+    while after and after[0].lower() in _ADVERBS:
+        after = after[1:]
+    return (len(after) >= 2 and after[0].isalpha() and after[0].islower()
+            and _base_verb(after[0]) and after[1].lower() in _COMPLEMENT)
+
+
+def _ends_its_clause(low: str, words: list[str]) -> bool:
+    """Whether a word begins another clause than the agreed verb's (:data:`_NEW_CLAUSE`) or
+    is another subject's verb: one with "-s" ("… my sister wants to …"), or past, not after
+    a helper ("… my sister went and got …"; "I have used it and want …" goes on)."""
+    if low in _NEW_CLAUSE:
+        return True
+    if low.endswith("s") and not low.endswith("ss") and not _base_verb(low) \
+            and (_base_verb(low[:-1]) or _base_verb(low[:-2])):
+        return True
+    return is_past(low) and not (len(words) > 1 and words[-2].lower() in _AUXILIARIES)
 
 
 def _hyphenated(tokens: list[str], i: int) -> bool:
