@@ -1010,11 +1010,21 @@ def _said_by(line: str, other: str, names: frozenset[str]) -> bool:
     ``line``'s content words, and some more ("Joanna is lactose intolerant" — "Since Joanna
     is lactose intolerant Joanna is trying out dairy-free options …"), neither line
     negated unless both are."""
-    words, more = (frozenset(content_words(bare(x))) for x in (line, other))
-    who = _person(line, names)
-    return (bool(who) and bool(words - {who}) and words < more
-            and who == _person(other, names)
-            and bool(_NEGATION.search(line)) == bool(_NEGATION.search(other)))
+    return _says_all(_gist(line, names), _gist(other, names))
+
+
+def _gist(line: str, names: frozenset[str]) -> tuple[str, frozenset[str], bool]:
+    """What :func:`_said_by` compares of a line: its person, its content words, whether
+    it is negated."""
+    return (_person(line, names), frozenset(content_words(bare(line))),
+            bool(_NEGATION.search(line)))
+
+
+def _says_all(line: tuple[str, frozenset[str], bool],
+              other: tuple[str, frozenset[str], bool]) -> bool:
+    (who, words, negated), (whose, more, denied) = line, other
+    return bool(who) and bool(words - {who}) and words < more and who == whose \
+        and negated == denied
 
 
 def _without_subsumed(sections: dict[str, Section], names: frozenset[str],
@@ -1022,11 +1032,13 @@ def _without_subsumed(sections: dict[str, Section], names: frozenset[str],
     """Drops each line another line of any section says all of (:func:`_said_by`), but a
     note the person asked to keep (``pinned``, by normal form) and a family line (written
     anew: :func:`_write_families`); returns the titles of the sections changed."""
-    lines = [b for s in sections.values() for b in s.bullets if not FAMILY_LINE.match(b)]
+    gists = {b: _gist(b, names) for s in sections.values() for b in s.bullets
+             if not FAMILY_LINE.match(b)}
     changed: set[str] = set()
     for section in sections.values():
-        kept = [b for b in section.bullets if normal(bare(b)) in pinned or FAMILY_LINE.match(b)
-                or not any(_said_by(b, other, names) for other in lines if other is not b)]
+        kept = [b for b in section.bullets if b not in gists or normal(bare(b)) in pinned
+                or not any(_says_all(gists[b], gist) for other, gist in gists.items()
+                           if other != b)]
         if len(kept) != len(section.bullets):
             section.bullets = kept
             changed.add(section.title)

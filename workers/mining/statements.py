@@ -306,7 +306,7 @@ def third_person(sentence: str, speaker: str) -> str:
     quoted = False       # inside double quotes: a title or someone's words, as said
     for i, token in enumerate(tokens):
         low = token.lower()
-        joined, verb = _going_on(verb, tokens, i, [*words, token])
+        joined, verb = _going_on(verb, tokens, i, words[-1] if words else "")
         if token.isspace() or not token[0].isalpha():
             out.append(token)
             quoted = _in_quotes(token, quoted)
@@ -386,10 +386,11 @@ def _base_verb(word: str) -> bool:
     return word in getAllLemmas(word, upos="VERB").get("VERB", ())
 
 
-def _going_on(verb: str, tokens: list[str], i: int, words: list[str]) -> tuple[bool, str]:
-    """For the word ``tokens[i]`` after ``verb``, the verb made to agree in this clause
-    (or none): whether it is an "and" that joins a verb to it (:func:`_joined_verb`), and
-    the verb the clause still has (none once the word ends it: :func:`_ends_its_clause`)."""
+def _going_on(verb: str, tokens: list[str], i: int, before: str) -> tuple[bool, str]:
+    """For the word ``tokens[i]`` (after the word ``before``) following ``verb``, the verb
+    made to agree in this clause (or none): whether it is an "and" that joins a verb to it
+    (:func:`_joined_verb`), and the verb the clause still has (none once the word ends it:
+    :func:`_ends_its_clause`)."""
     low = tokens[i].lower()
     if not verb:
         return False, ""
@@ -397,7 +398,7 @@ def _going_on(verb: str, tokens: list[str], i: int, words: list[str]) -> tuple[b
         return True, ""
     if low.isspace() or (not low[0].isalnum() and low[0] not in "'’"):
         return False, verb if low.isspace() else ""     # a mark ends it; "7 am and go …"
-    return False, "" if _ends_its_clause(low, words) else verb
+    return False, "" if _ends_its_clause(low, before) else verb
 
 
 def _joined_verb(tokens: list[str], i: int) -> bool:
@@ -411,16 +412,17 @@ def _joined_verb(tokens: list[str], i: int) -> bool:
             and _base_verb(after[0]) and after[1].lower() in _COMPLEMENT)
 
 
-def _ends_its_clause(low: str, words: list[str]) -> bool:
-    """Whether a word begins another clause than the agreed verb's (:data:`_NEW_CLAUSE`) or
-    is another subject's verb: one with "-s" ("… my sister wants to …"), or past, not after
-    a helper ("… my sister went and got …"; "I have used it and want …" goes on)."""
+def _ends_its_clause(low: str, before: str) -> bool:
+    """Whether a word (after the word ``before``) begins another clause than the agreed
+    verb's (:data:`_NEW_CLAUSE`) or is another subject's verb: one with "-s" ("… my sister
+    wants to …"), or past, not after a helper ("… my sister went and got …"; "I have used
+    it and want …" goes on)."""
     if low in _NEW_CLAUSE:
         return True
     if low.endswith("s") and not low.endswith("ss") and not _base_verb(low) \
             and (_base_verb(low[:-1]) or _base_verb(low[:-2])):
         return True
-    return is_past(low) and not (len(words) > 1 and words[-2].lower() in _AUXILIARIES)
+    return is_past(low) and before.lower() not in _AUXILIARIES
 
 
 def _hyphenated(tokens: list[str], i: int) -> bool:
