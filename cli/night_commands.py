@@ -68,7 +68,8 @@ def mine(backend: str | None, model: str | None, base_url: str | None, script: P
                f"{report.model or spec.backend} ({report.calls} model call(s)) in "
                f"{report.seconds:.1f} s")
     echo(f"memories: {report.new} new {what}, {report.reinforced} reinforced "
-               f"({report.dropped} already known), {report.failures} chunk(s) the model "
+               f"({report.dropped} already known), {report.chatter} left out as chatter, "
+               f"{report.failures} chunk(s) the model "
                "failed (heuristic used)")
     if report.days:
         days = sorted(report.days)

@@ -110,18 +110,24 @@ class _Fitted(Classifier):
         self.labels, self.threshold = list(LABELS), threshold
 
 
+def with_output(parser: argparse.ArgumentParser, weights: Path) -> argparse.ArgumentParser:
+    """``parser`` with the options every training script takes: where the embedding model
+    is exported, and where the weights go (or nowhere)."""
+    parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))
+    parser.add_argument("--check-only", action="store_true", help="write nothing")
+    parser.add_argument("--out", type=Path, default=weights,
+                        help="where to write the weights (default: the installed ones)")
+    return parser
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-none-rate", type=float, default=0.05)
     parser.add_argument("--drop-near", type=float, default=0.55, help="leave out "
                         "clauses this close (cosine) to an attribute's example")
-    parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))
     parser.add_argument("--with-longmemeval", action="store_true",
                         help="LongMemEval dev statements as none too (not the installed weights)")
-    parser.add_argument("--check-only", action="store_true", help="write nothing")
-    parser.add_argument("--out", type=Path, default=WEIGHTS,
-                        help="where to write the weights (default: the installed ones)")
-    args = parser.parse_args()
+    args = with_output(parser, WEIGHTS).parse_args()
     embed = embedder(args.models)
     examples = [(e, LABELS.index(label)) for e, label in examples_by_label()]
     x_pos = embed.embed([e for e, _ in examples])

@@ -85,7 +85,7 @@ from ..mining.candidates import HEURISTIC
 from ..mining.chunks import is_source, strip_injected
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import CAPTION, display_name, is_event, is_past
-from ..mining.text import content_words, grounded, names_something, normal
+from ..mining.text import content_words, grounded, names_something, normal, zipf
 from ..mining.values import (
     INTENDS,
     NEEDS,
@@ -99,7 +99,7 @@ from ..mining.values import (
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .family import KIN_PHRASES, Family
-from .themes import Said, theme_statements, zipf
+from .themes import Said, theme_statements
 
 TARGET = CAP - 512                   # room under the cap for the model's rewording
 SECTIONS = {t.name: t.section for t in MEMORY_TYPES}

@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 
-from ..mining.text import content_words, stem
+from ..mining.text import content_words, stem, zipf
 
 MIN_SESSIONS = 3
 ZIPF_MAX = 4.7
@@ -46,14 +45,6 @@ class Said:
     at: str
     text: str
     line: str
-
-
-@cache
-def zipf(word: str) -> float:
-    """``word``'s Zipf frequency in general English (0 when wordfreq does not know it)."""
-    from wordfreq import zipf_frequency
-
-    return float(zipf_frequency(word, "en"))
 
 
 def _stems(text: str, skip: frozenset[str]) -> dict[str, set[str]]:

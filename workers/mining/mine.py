@@ -6,7 +6,9 @@
 2. Extract each chunk (:mod:`.extract`: a model, or the heuristic extractor), here or on
    the queue's workers (:mod:`.distribute`), and take the results in chunk order.
 3. Keep what memory does not hold yet (:mod:`.dedup`): a candidate already active is
-   *reinforced* (listed with its new refs) instead of mined again.
+   *reinforced* (listed with its new refs) instead of mined again. A life statement of
+   the heuristic extractor that the chatter model (:mod:`.chatter`) judges worth nothing
+   ("John totally agrees.") is left out before that.
 4. Append, per chunk and in one transaction, ``MiningFailed`` (when the model's answer was
    unusable) and ``MemoriesMined`` — also when nothing was kept, so the manifest moves on.
    The idempotency key is ``mine:<session>:<first seq>-<last seq>``: a chunk is recorded
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from events import EventLog, Home, NewEvent, clock, streams
 from events.config import Config, load_config
+from events.memory_types import PREFERENCE
 from events.types import MemoriesMined, MiningFailed
 from projections import ProjectionStore, open_store
 from projections.memories import USER
@@ -37,6 +40,7 @@ from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
 from .attributes import Classifier, load_classifier, with_attributes
 from .candidates import HEURISTIC, Candidate, Extraction
+from .chatter import Chatter, load_chatter
 from .chunks import Chunk, cut_chunks, ready, session_turns
 from .dedup import ActiveMemories
 from .distribute import Extractor, LocalExtractor
@@ -53,6 +57,7 @@ class MineReport:
     new: int = 0
     reinforced: int = 0
     dropped: int = 0
+    chatter: int = 0      # statements left out as chatter (:mod:`.chatter`)
     failures: int = 0
     model: str = ""
     seconds: float = 0.0
@@ -84,18 +89,23 @@ def plan(log: EventLog, store: ProjectionStore, config: Config, *, chunk_tokens:
 
 
 def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
-           report: MineReport, classifier: Classifier | None = None) -> list[NewEvent]:
+           report: MineReport, classifier: Classifier | None = None,
+           chatter: Chatter | None = None) -> list[NewEvent]:
     """The events recording one chunk: its new memories (duplicates of active ones become
-    reinforcements; each with the attribute it sets, :mod:`.attributes`), and its failure
-    if the model's answer was unusable."""
+    reinforcements; each with the attribute it sets, :mod:`.attributes`; the heuristic's
+    chatter left out, :func:`without_chatter`), and its failure if the model's answer was
+    unusable."""
     keep: list[dict] = []
     reinforced: dict[str, list[str]] = {}
     duplicates = 0
     candidates = with_attributes(
-        extraction.candidates,
-        [chunk.turns[c.turns[0] - 1].speaker if c.turns else "" for c in extraction.candidates],
+        extraction.candidates, [_speaker(chunk, c) for c in extraction.candidates],
         classifier, active.subjects)
     vectors = active.vectors([c.content for c in candidates])
+    if chatter is not None and (extraction.fallback or extraction.model == HEURISTIC):
+        kept = without_chatter(chunk, candidates, vectors, chatter)
+        report.chatter += len(candidates) - len(kept)
+        candidates, vectors = [candidates[i] for i in kept], [vectors[i] for i in kept]
     for index, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
         refs = [chunk.turns[n - 1].ref for n in candidate.turns]
         known = active.known(candidate.content, vector)
@@ -135,6 +145,24 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
     return events
 
 
+def _speaker(chunk: Chunk, candidate: Candidate) -> str:
+    return chunk.turns[candidate.turns[0] - 1].speaker if candidate.turns else ""
+
+
+def without_chatter(chunk: Chunk, candidates: list[Candidate], vectors: list,
+                    chatter: Chatter) -> list[int]:
+    """The indices of the ``candidates`` to keep: all but the life statements (a
+    preference with no attribute, not asked to be kept, with a vector) that ``chatter``
+    judges worth nothing."""
+    judged = [i for i, c in enumerate(candidates)
+              if c.type == PREFERENCE.name and not c.subject and not c.asked
+              and vectors[i] is not None]
+    left = {i for i, out in zip(judged, chatter.is_chatter(
+        [vectors[i] for i in judged], [(candidates[i].content, _speaker(chunk, candidates[i]))
+                                       for i in judged]), strict=True) if out}
+    return [i for i in range(len(candidates)) if i not in left]
+
+
 def _memory(chunk: Chunk, index: int, candidate: Candidate) -> dict:
     cited = [chunk.turns[n - 1] for n in candidate.turns]
     memory = {"id": memory_id(chunk, index, candidate.content), "type": candidate.type,
@@ -166,10 +194,11 @@ def mine(home: Home, spec: MinerSpec, *, extractor: Extractor | None = None,
         report.chunks = len(chunks)
         active = ActiveMemories(home, store)
         classifier = load_classifier(active.embedder()) if chunks else None
+        chatter = load_chatter() if chunks and active.embedder() is not None else None
         extractor = extractor or LocalExtractor(spec, config.llm, config.mining.parallel)
         with progress(sum(len(c.turns) for c in chunks), "Mining") as step:
             for chunk, extraction in extractor.results(chunks):
-                events = decide(chunk, extraction, active, report, classifier)
+                events = decide(chunk, extraction, active, report, classifier, chatter)
                 if not dry_run:
                     log.append_many(events)
                 report.turns += len(chunk.turns)

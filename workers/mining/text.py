@@ -14,6 +14,7 @@
 - :func:`subsumes` / :func:`says_as_much` — a shorter statement whose words, numbers and
   proper nouns are all in a close (same cosine) fuller one says nothing more: mining does
   not state it again, and dreaming merges it into the fuller one.
+- :func:`zipf` — how common a word is in general English (wordfreq's Zipf scale).
 - :func:`subject_key` — who and which attribute a fact sets ("maya|home"): two memories with
   the same key and different content contradict each other, and the newer one wins
   (dreaming). Only attributes that hold one value at a time get a key; others get "".
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from projections.fts import STOPWORDS
 from projections.kin import KIN_WORDS
@@ -36,6 +38,14 @@ _CAPITALISED = re.compile(r"([.!?:]\s+|^\s*)?\b([A-Z][a-z]+)\b")
 def normal(text: str) -> str:
     """Lower case, punctuation dropped, spacing collapsed."""
     return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+@cache
+def zipf(word: str) -> float:
+    """``word``'s Zipf frequency in general English (0 when wordfreq does not know it)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, "en"))
 
 
 def folded(text: str) -> str:
