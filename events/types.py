@@ -295,7 +295,9 @@ class MemoriesMined(Event):
     what its speaker asked to keep ("please remember that …", as a ``Remembered`` note),
     else none (the memory's source is ``model``). ``reinforced``: active
     memories the chunk said again (``{"id", "refs"}``), kept instead of duplicated.
-    ``fallback``: why the heuristic extractor stood in for the model (empty otherwise)."""
+    ``fallback``: why the heuristic extractor stood in for the model (empty otherwise).
+    ``chatter``: the statements the heuristic drew that were left out as chatter (no
+    memory; kept here so what mining decided can be read back)."""
 
     session: str
     memories: list[dict[str, Any]]
@@ -308,6 +310,7 @@ class MemoriesMined(Event):
     dropped: int = 0
     fallback: str = ""
     extracted_by: str = ""
+    chatter: list[str] = field(default_factory=list)
 
 
 @event

@@ -105,11 +105,15 @@ def mined_contents(home: Home, tmp_path: Path) -> list[str]:
 
 def test_mining_leaves_chatter_out(embedding: Home, tmp_path: Path) -> None:
     """The night's heuristic pass keeps the guinea pig and the volunteering, not the
-    agreeing and remembering."""
+    agreeing and remembering; what it left out is in its event, for anyone to read back."""
     contents = mined_contents(embedding, tmp_path)
     assert any("Oscar" in c for c in contents), contents
     assert any("shelter" in c for c in contents), contents
     assert not any("agree" in c or "remember" in c or "hear" in c for c in contents), contents
+    with EventLog(embedding.events_db) as log:
+        left_out = [s for e in log.iter_all() if e.type == "MemoriesMined"
+                    for s in e.payload.get("chatter", [])]
+    assert left_out == ["Sam totally agrees.", "Sam can't wait to hear more about it."]
 
 
 def test_without_the_model_mining_keeps_what_it_did(embedding: Home, tmp_path: Path,

@@ -102,9 +102,10 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
         extraction.candidates, [_speaker(chunk, c) for c in extraction.candidates],
         classifier, active.subjects)
     vectors = active.vectors([c.content for c in candidates])
+    left_out: list[str] = []
     if chatter is not None and (extraction.fallback or extraction.model == HEURISTIC):
         kept = without_chatter(chunk, candidates, vectors, chatter)
-        report.chatter += len(candidates) - len(kept)
+        left_out = [c.content for i, c in enumerate(candidates) if i not in frozenset(kept)]
         candidates, vectors = [candidates[i] for i in kept], [vectors[i] for i in kept]
     for index, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
         refs = [chunk.turns[n - 1].ref for n in candidate.turns]
@@ -136,10 +137,11 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
                            reinforced=[{"id": k, "refs": v} for k, v in reinforced.items()],
                            dropped=duplicates,
                            fallback=extraction.fallback,
-                           extracted_by=extraction.extracted_by)))
+                           extracted_by=extraction.extracted_by, chatter=left_out)))
     report.new += len(keep)
     report.reinforced += len(reinforced)
     report.dropped += duplicates
+    report.chatter += len(left_out)
     report.memories += keep
     report.failures += bool(extraction.failure)
     return events
