@@ -15,7 +15,7 @@ from workers.mining import chatter as chatter_module
 from workers.mining.candidates import Candidate
 from workers.mining.chatter import Chatter, counts, load_chatter
 from workers.mining.chunks import Chunk, Turn
-from workers.mining.mine import without_chatter
+from workers.mining.mine import chatter_in
 
 
 @pytest.fixture
@@ -75,9 +75,9 @@ def test_only_a_plain_life_statement_is_judged(tmp_path: Path) -> None:
                   Candidate("tool_use", "pytest fails with the old plugin.", turns=[1]),
                   Candidate("user_preference", "Sam agrees again.", turns=[1])]
     vector = np.ones(4, dtype=np.float32)
-    kept = without_chatter(chunk, candidates, [vector, vector, vector, vector, None],
-                           always_chatter(tmp_path))
-    assert kept == [1, 2, 3, 4]
+    left = chatter_in(chunk, candidates, [vector, vector, vector, vector, None],
+                      always_chatter(tmp_path))
+    assert left == {0}
 
 
 def test_without_its_weights_nothing_is_chatter(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
            chatter: Chatter | None = None) -> list[NewEvent]:
     """The events recording one chunk: its new memories (duplicates of active ones become
     reinforcements; each with the attribute it sets, :mod:`.attributes`; the heuristic's
-    chatter left out, :func:`without_chatter`), and its failure if the model's answer was
+    chatter left out, :func:`chatter_in`), and its failure if the model's answer was
     unusable."""
     keep: list[dict] = []
     reinforced: dict[str, list[str]] = {}
@@ -104,9 +104,10 @@ def decide(chunk: Chunk, extraction: Extraction, active: ActiveMemories,
     vectors = active.vectors([c.content for c in candidates])
     left_out: list[str] = []
     if chatter is not None and (extraction.fallback or extraction.model == HEURISTIC):
-        kept = without_chatter(chunk, candidates, vectors, chatter)
-        left_out = [c.content for i, c in enumerate(candidates) if i not in frozenset(kept)]
-        candidates, vectors = [candidates[i] for i in kept], [vectors[i] for i in kept]
+        left = chatter_in(chunk, candidates, vectors, chatter)
+        left_out = [c.content for i, c in enumerate(candidates) if i in left]
+        vectors = [v for i, v in enumerate(vectors) if i not in left]
+        candidates = [c for i, c in enumerate(candidates) if i not in left]
     for index, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
         refs = [chunk.turns[n - 1].ref for n in candidate.turns]
         known = active.known(candidate.content, vector)
@@ -151,18 +152,18 @@ def _speaker(chunk: Chunk, candidate: Candidate) -> str:
     return chunk.turns[candidate.turns[0] - 1].speaker if candidate.turns else ""
 
 
-def without_chatter(chunk: Chunk, candidates: list[Candidate], vectors: list,
-                    chatter: Chatter) -> list[int]:
-    """The indices of the ``candidates`` to keep: all but the life statements (a
-    preference with no attribute, not asked to be kept, with a vector) that ``chatter``
-    judges worth nothing."""
+def chatter_in(chunk: Chunk, candidates: list[Candidate], vectors: list,
+               chatter: Chatter) -> frozenset[int]:
+    """The indices of the ``candidates`` to leave out: the life statements (a preference
+    with no attribute, not asked to be kept, with a vector) that ``chatter`` judges worth
+    nothing."""
     judged = [i for i, c in enumerate(candidates)
               if c.type == PREFERENCE.name and not c.subject and not c.asked
               and vectors[i] is not None]
-    left = {i for i, out in zip(judged, chatter.is_chatter(
-        [vectors[i] for i in judged], [(candidates[i].content, _speaker(chunk, candidates[i]))
-                                       for i in judged]), strict=True) if out}
-    return [i for i in range(len(candidates)) if i not in left]
+    found = chatter.is_chatter([vectors[i] for i in judged],
+                               [(candidates[i].content, _speaker(chunk, candidates[i]))
+                                for i in judged])
+    return frozenset(i for i, out in zip(judged, found, strict=True) if out)
 
 
 def _memory(chunk: Chunk, index: int, candidate: Candidate) -> dict:
