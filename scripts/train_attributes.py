@@ -113,7 +113,8 @@ class _Fitted(Classifier):
 def with_output(parser: argparse.ArgumentParser, weights: Path) -> argparse.ArgumentParser:
     """``parser`` with the options every training script takes: where the embedding model
     is exported, and where the weights go (or nowhere)."""
-    parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"))
+    parser.add_argument("--models", type=Path, default=Path("/tmp/diarist-bench-minilm"),
+                        help="where the embedding model is exported (once)")
     parser.add_argument("--check-only", action="store_true", help="write nothing")
     parser.add_argument("--out", type=Path, default=weights,
                         help="where to write the weights (default: the installed ones)")

@@ -80,9 +80,11 @@ def logit(w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-loss", type=float, default=0.05)
-    parser.add_argument("--l2", type=float, default=L2)
-    parser.add_argument("--steps", type=int, default=8000)
+    parser.add_argument("--max-loss", type=float, default=0.05,
+                        help="the share of a held-out conversation's kept statements the "
+                        "threshold may leave out, at most")
+    parser.add_argument("--l2", type=float, default=L2, help="the weights' L2 penalty")
+    parser.add_argument("--steps", type=int, default=8000, help="gradient descent steps")
     parser.add_argument("--show", action="store_true",
                         help="print each held-out statement left out")
     args = with_output(parser, WEIGHTS).parse_args()

@@ -231,3 +231,17 @@ def model_home(home: Home, exported_model: Path) -> Home:
 
     shutil.copytree(exported_model, home.models_dir / exported_model.name)
     return home
+
+
+@pytest.fixture
+def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """``model_home`` with embedding on (conftest turns it off by default)."""
+    monkeypatch.delenv("DIARIST_NO_EMBED", raising=False)
+    return model_home
+
+
+def fp32_embedder(exported: Path):  # type: ignore[no-untyped-def]
+    """The fp32 embedder of an exported model's folder (``exported_model``)."""
+    from projections.embedding import OnnxEmbedder
+
+    return OnnxEmbedder(exported / "model-fp32.onnx", exported / "tokenizer.json")

@@ -10,25 +10,12 @@ import pytest
 from events import EventLog, Home
 from projections import open_store
 from projections.memories import list_memories
-from tests.conftest import run, write_transcript
+from tests.conftest import fp32_embedder, run, write_transcript
 from workers.mining import chatter as chatter_module
 from workers.mining.candidates import Candidate
 from workers.mining.chatter import Chatter, counts, load_chatter
 from workers.mining.chunks import Chunk, Turn
 from workers.mining.mine import chatter_in
-
-
-@pytest.fixture
-def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
-    """``model_home`` with embedding on (conftest turns it off by default)."""
-    monkeypatch.delenv("DIARIST_NO_EMBED", raising=False)
-    return model_home
-
-
-def embedder(exported_model: Path):  # type: ignore[no-untyped-def]
-    from projections.embedding import OnnxEmbedder
-
-    return OnnxEmbedder(exported_model / "model-fp32.onnx", exported_model / "tokenizer.json")
 
 
 def test_the_installed_model_tells_chatter_from_what_a_person_tells(
@@ -43,7 +30,7 @@ def test_the_installed_model_tells_chatter_from_what_a_person_tells(
             ("Sam works as a nurse at the city hospital.", "Sam"),
             ("The user has been learning Portuguese for two years.", "user"),
             ("The user is allergic to shellfish.", "user")]
-    vectors = embedder(exported_model).embed([s for s, _ in said])
+    vectors = fp32_embedder(exported_model).embed([s for s, _ in said])
     assert model.is_chatter(vectors, said) == [True] * 4 + [False] * 4
 
 

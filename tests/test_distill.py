@@ -28,15 +28,8 @@ from workers.mining.candidates import Candidate
 from workers.mining.distribute import LocalExtractor
 from workers.schedule import run_night
 
-from .conftest import locomo_observations, run, write_transcript
+from .conftest import fp32_embedder, locomo_observations, run, write_transcript
 from .test_mining import turn
-
-
-@pytest.fixture
-def embedding(model_home: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
-    """``model_home`` with embedding on (conftest turns it off by default)."""
-    monkeypatch.delenv("DIARIST_NO_EMBED", raising=False)
-    return model_home
 
 
 def mined_line(text: str, subject: str = "", *, type_: str = "user_preference",
@@ -57,10 +50,7 @@ def night_over(home: Home, tmp_path: Path, turns: list[dict]) -> str:
 
 
 def classifier(exported_model: Path) -> Classifier:
-    from projections.embedding import OnnxEmbedder
-
-    return Classifier(OnnxEmbedder(exported_model / "model-fp32.onnx",
-                                   exported_model / "tokenizer.json"))
+    return Classifier(fp32_embedder(exported_model))
 
 
 def test_the_classifier_names_changing_attributes_and_leaves_events(
