@@ -169,6 +169,6 @@ def render_day(db: sqlite3.Connection, date: str) -> str | None:
     if not entries:
         return None
     lines = [f"# Journal {date}", ""]
-    for _id, at, source, content in entries:  # "The user … their …", as MEMORY.md says it
+    for _id, at, source, content in entries:  # "Tim … their …", as MEMORY.md says it
         lines.append(f"- {at[11:19]} [{source}] {referring_back(' '.join(content.split()))}")
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .kin import KIN_WORDS
+from .relative_time import DAY_NAME, MONTH_NAME
 
 # What a statement can point at only through the turns around it: a demonstrative ("this
 # app", "these poses", "like that"; "this week" is a time, not a pointer), a pronoun it
@@ -213,9 +214,9 @@ def without_discourse(text: str) -> str:
 def as_said(statement: str) -> str:
     """A mined statement as a line shows it whole (the memory block's head: profile,
     project facts): on one line, without a headline (:func:`without_lead_in`) or an opening
-    about the conversation (:func:`without_discourse`), "their" for the user after an
-    opening "The user" (:func:`referring_back`) — as its line in MEMORY.md says it: "The
-    user just realized the user didn't mention that the user recently celebrated the
+    about the conversation (:func:`without_discourse`), "their" for its person after an
+    opening "The user" or name (:func:`referring_back`) — as its line in MEMORY.md says it:
+    "The user just realized the user didn't mention that the user recently celebrated the
     user's 3-year anniversary …" → "The user recently celebrated their 3-year anniversary
     …"."""
     return referring_back(without_discourse(without_lead_in(" ".join(statement.split()))))
@@ -281,16 +282,46 @@ def without_leaning(line: str) -> str:
     return _LEANING.sub(drop, line)
 
 
-# Once a line has opened with the user as its subject, a later "the user's" reads "their"
-# and "the user" after a preposition "them" ("The user always carries their EpiPen with
-# them"): only for "the user", whose pronoun is known, not a name, and not in a line about
-# someone of theirs ("The user's sister loves the user's dog": "their" would be hers); a
-# new sentence names them again. Not after a word that may open a clause ("before the user
-# goes").
+# Once a line has opened with its person as the subject, a later "the user's" (or "Maya's")
+# reads "their" and "the user" (or "Maya") after a preposition "them" ("The user always
+# carries their EpiPen with them", "Gina can expand their clothing store"): mining names
+# its speaker wherever they said "my" or "me", and a name said three times in a line reads
+# as a machine's. Not in a line about someone of theirs ("The user's sister loves the user's
+# dog": "their" would be hers), nor after a word that may open a clause ("before the user
+# goes"). A name, whose line may tell of another person, only till a word that may be
+# someone else — a third-person pronoun, another capitalised word outside quotes, not a
+# month's or a day's name ("Caroline let them know they're not alone by sharing Caroline's
+# story" stays) — and within its first sentence; a new sentence names them again.
 _USER_SUBJECT = re.compile(r"^The user\b(?!['’])")
-_USER_POSSESSIVE = re.compile(r"\bthe user['’]s\b")
-_USER_OBJECT = re.compile(r"\b(about|at|by|for|from|into|of|on|to|with|without) the user\b"
-                          r"(?!['’])")
+_NAME_SUBJECT = re.compile(r"^([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b(?!['’]|-)")
+_PREPOSITION = r"(about|at|by|for|from|into|of|on|to|with|without)"
+_SOMEONE_ELSE = re.compile(r"(?i:\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b)"
+                           rf"|\b(?!(?:{MONTH_NAME}|{DAY_NAME})\b)[A-Z][a-z][\w'’-]*")
+
+
+def _referred_to(text: str, who: str) -> str:
+    """``text`` with ``who``'s possessive "their" and ``who`` after a preposition "them"."""
+    text = re.sub(rf"\b{re.escape(who)}['’]s\b", "their", text)
+    return re.sub(rf"\b{_PREPOSITION} {re.escape(who)}\b(?!['’])", r"\1 them", text)
+
+
+def referring_back(line: str) -> str:
+    """``line`` with "their" and "them" for its person after its opening "The user" or
+    name (see :data:`_NAME_SUBJECT`): "The user has been tracking the user's food intake"
+    → "… their food intake"; "Tim likes breaking up Tim's studying into smaller parts" →
+    "… their studying …"."""
+    if (found := _USER_SUBJECT.match(line)) is not None:
+        return line[:found.end()] + _referred_to(line[found.end():], "the user")
+    if (found := _NAME_SUBJECT.match(line)) is None:
+        return line
+    name, start = found.group(1), found.end()
+    end = (m.end() if (m := _SENTENCE_END.search(line, start)) else len(line))
+    scope = _QUOTED.sub(lambda q: "_" * len(q.group()), line[:end])
+    for other in _SOMEONE_ELSE.finditer(scope, start):
+        if other.group() != name and not other.group().startswith((name + "'", name + "’")):
+            end = other.start()
+            break
+    return line[:start] + _referred_to(line[start:end], name) + line[end:]
 
 
 # where a sentence goes on to a clause with a subject of its own: "and" or "but" after a
@@ -301,17 +332,6 @@ NEXT_CLAUSE = re.compile(r",\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][
                          r"|\s+(?:and|but)\s+(?:the user|I|he|she|they|it|[A-Z][\w-]*)\s+"
                          r"(?=(?:is|was|has|had|does|did|can|will|would|gets?|got|loves?|likes?"
                          r"|also|really|just|still|often|usually)\b)")
-
-
-def referring_back(line: str) -> str:
-    """``line`` with "their" and "them" for the user after its opening "The user" (see
-    :data:`_USER_SUBJECT`): "The user has been tracking the user's food intake" → "… their
-    food intake"."""
-    found = _USER_SUBJECT.match(line)
-    if found is None:
-        return line
-    rest = line[found.end():]
-    return line[:found.end()] + _USER_OBJECT.sub(r"\1 them", _USER_POSSESSIVE.sub("their", rest))
 
 
 def self_contained(statement: str, *, mined: bool = False) -> bool:

@@ -119,7 +119,7 @@ def test_a_night_writes_what_a_person_keeps_coming_back_to(home: Home, tmp_path:
     memory_md = night_over(home, tmp_path, turns)
     themes = memory_md.split("## Themes\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert themes == ["- Ann teaches a pottery class at the community center."] \
-        or themes == ["- Ann sells Ann's pottery at the Saturday market."], memory_md
+        or themes == ["- Ann sells their pottery at the Saturday market."], memory_md
     assert "excited" not in memory_md
 
 
