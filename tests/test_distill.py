@@ -1557,6 +1557,7 @@ def test_an_interest_in_a_thing_is_no_current_value_of_it(statement: str, subjec
     ("The user has worked with a driving instructor before.", False),
     ("The user has never used gochujang before, but the user likes spicy food.", True),
     ("The user has a new bike, and the user wonders if the rack would fit it.", True),
+    ("The user has a new bike - the user would love a rack for it.", True),  # a dash too
     # the main clause after an opening subordinate one
     ("Since the user swims already, the user is hoping to focus on strength.", False),
 ])

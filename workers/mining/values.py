@@ -120,7 +120,7 @@ def _says_no_value(text: str, subject: str) -> bool:
     one happening of a taste, or a first clause that says what would be, a problem or what
     was done before."""
     first = first_sentence(text)
-    clause = re.split(r"[,;]|\s(?:and|but|so)\s", first, maxsplit=1)[0]
+    clause = re.split(r"[,;]|\s(?:and|but|so)\s|\s[-–—]\s", first, maxsplit=1)[0]
     return bool(INTENDS.match(text) or NEEDS.match(text) or SPECULATES.search(first)
                 or (INTERESTED.match(text) and not is_taste(subject))
                 or SO_FAR.search(first) or happened_once(subject, first)
