@@ -292,10 +292,13 @@ def without_leaning(line: str) -> str:
 # someone else — a third-person pronoun, another capitalised word outside quotes, not a
 # month's or a day's name ("Caroline let them know they're not alone by sharing Caroline's
 # story" stays) — and within its first sentence; a new sentence names them again.
-_USER_SUBJECT = re.compile(r"^The user\b(?!['’])")
-_NAME_SUBJECT = re.compile(r"^([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b(?!['’]|-)")
+_PERSON_SUBJECT = re.compile(r"([Tt]he user|[A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b(?!['’]|-)")
+# … or after a short opening phrase that names no one else: "On 5 October 2022, ", "In the
+# meantime, ", "For the user's writing challenge, "
+_OPENING_PHRASE = re.compile(r"[^,]{1,60},\s+")
 _PREPOSITION = r"(about|at|by|for|from|into|of|on|to|with|without)"
-_SOMEONE_ELSE = re.compile(r"(?i:\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b)"
+_PERSONAL_PRONOUN = re.compile(r"(?i:\b(?:he|she|him|her|his|hers|they|them|their|theirs)\b)")
+_SOMEONE_ELSE = re.compile(rf"{_PERSONAL_PRONOUN.pattern}"
                            rf"|\b(?!(?:{MONTH_NAME}|{DAY_NAME})\b)[A-Z][a-z][\w'’-]*")
 
 
@@ -307,21 +310,40 @@ def _referred_to(text: str, who: str) -> str:
 
 def referring_back(line: str) -> str:
     """``line`` with "their" and "them" for its person after its opening "The user" or
-    name (see :data:`_NAME_SUBJECT`): "The user has been tracking the user's food intake"
-    → "… their food intake"; "Tim likes breaking up Tim's studying into smaller parts" →
-    "… their studying …"."""
-    if (found := _USER_SUBJECT.match(line)) is not None:
-        return line[:found.end()] + _referred_to(line[found.end():], "the user")
-    if (found := _NAME_SUBJECT.match(line)) is None:
-        return line
-    name, start = found.group(1), found.end()
-    end = (m.end() if (m := _SENTENCE_END.search(line, start)) else len(line))
-    scope = _QUOTED.sub(lambda q: "_" * len(q.group()), line[:end])
-    for other in _SOMEONE_ELSE.finditer(scope, start):
-        if other.group() != name and not other.group().startswith((name + "'", name + "’")):
-            end = other.start()
-            break
-    return line[:start] + _referred_to(line[start:end], name) + line[end:]
+    name (:data:`_PERSON_SUBJECT`), or after a short opening phrase that names no one else
+    (:data:`_OPENING_PHRASE`): "The user has been tracking the user's food intake" → "… their food
+    intake"; "On 5 October 2022, Joanna tried Joanna's newest recipe" → "… their newest
+    recipe"."""
+    opening = _OPENING_PHRASE.match(line)
+    for start in (0, opening.end()) if opening else (0,):
+        found = _PERSON_SUBJECT.match(line, start)
+        if found is None or (start and _someone_else(line[:start], found.group(1)) is not None):
+            continue
+        who = found.group(1)
+        if who.casefold() == "the user":
+            return line[:found.end()] + _referred_to(line[found.end():], "the user")
+        told = _referred_to(line[found.end():], who)
+        if told == line[found.end():]:
+            continue          # not this subject's line: "On …" names no "On's"
+        end = (m.end() if (m := _SENTENCE_END.search(line, found.end())) else len(line))
+        scope = _QUOTED.sub(lambda q: "_" * len(q.group()), line[:end])
+        other = _someone_else(scope, who, found.end())
+        end = other if other is not None else end
+        return line[:found.end()] + _referred_to(line[found.end():end], who) + line[end:]
+    return line
+
+
+def _someone_else(text: str, who: str, start: int = 0) -> int | None:
+    """Where ``text`` (from ``start``) has a word that may be someone other than ``who``
+    (:data:`_SOMEONE_ELSE`), or None; a phrase's first word is capitalised, so there only a
+    pronoun counts ("They've been there through everything, Caroline …")."""
+    for other in _SOMEONE_ELSE.finditer(text, start):
+        word = other.group()
+        if word == who or word.startswith((who + "'", who + "’")) or (
+                other.start() == 0 and not _PERSONAL_PRONOUN.fullmatch(word)):
+            continue
+        return other.start()
+    return None
 
 
 # where a sentence goes on to a clause with a subject of its own: "and" or "but" after a

@@ -1216,6 +1216,14 @@ def test_a_line_leaves_out_the_words_that_lean_on_the_conversation(line: str,
      "Caroline let them know they're not alone by sharing Caroline's story."),
     ("Tim loves Tim's dog. Tim's cat hates it.", "Tim loves their dog. Tim's cat hates it."),
     ("Melanie's son loves Melanie's violin.", "Melanie's son loves Melanie's violin."),
+    # after a short opening phrase that names no one else
+    ("On 5 October 2022, Joanna tried Joanna's newest recipe.",
+     "On 5 October 2022, Joanna tried their newest recipe."),
+    ("In the user's music journal, the user tracks the user's listening habits.",
+     "In the user's music journal, the user tracks their listening habits."),
+    ("They've been there, Caroline moved from Caroline's home country.",
+     "They've been there, Caroline moved from Caroline's home country."),
+    ("After Maria left, John cleaned John's room.", "After Maria left, John cleaned John's room."),
     ("The user gets up before the user's partner and the user goes for a run before the user "
      "eats.", "The user gets up before their partner and the user goes for a run before the "
      "user eats."),                          # "before" may open a clause: "them eats"
