@@ -276,3 +276,42 @@ def test_the_event_name_scan_sees_a_literal(tmp_path: Path) -> None:
     path.write_text('HANDLES = {"UserTurn", "MemoryForgotten", "user"}\n', encoding="utf-8")
     assert event_names_as_strings(path, tmp_path) == ["stats.py:1 'UserTurn'",
                                                       "stats.py:1 'MemoryForgotten'"]
+
+
+def names_bound_twice(path: Path, root: Path = REPO) -> list[str]:
+    """The module-level names a module binds more than once (an assignment, a function, a
+    class): a second pattern of the same name silently replaces the first for every
+    function that reads it at call time."""
+    seen: dict[str, int] = {}
+    found: list[str] = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            names = [node.target.id]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        else:
+            continue
+        for name in names:
+            if name in seen:
+                found.append(f"{path.relative_to(root)}:{node.lineno} {name} "
+                             f"(first bound on line {seen[name]})")
+            seen.setdefault(name, node.lineno)
+    return found
+
+
+def test_no_module_binds_a_name_twice() -> None:
+    """readable.py's regular expressions are module constants read at call time; a new
+    ``_OPENING`` below an old one once changed what ``without_opening`` cut."""
+    found = [hit for path in modules().values() for hit in names_bound_twice(path)]
+    assert found == [], "rename one of them:\n" + "\n".join(found)
+
+
+def test_the_rebinding_scan_sees_a_second_pattern(tmp_path: Path) -> None:
+    path = tmp_path / "readable.py"
+    path.write_text('import re\n_OPENING = re.compile("a")\n\n\ndef f() -> None:\n'
+                    '    _OPENING = 1\n\n\n_OPENING = re.compile("b")\n', encoding="utf-8")
+    assert names_bound_twice(path, tmp_path) == [
+        "readable.py:9 _OPENING (first bound on line 2)"]
