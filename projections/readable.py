@@ -7,6 +7,7 @@ MEMORY.md keeps."""
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from .kin import KIN_WORDS
 from .relative_time import DAY_NAME, MONTH_NAME
@@ -302,18 +303,25 @@ _SOMEONE_ELSE = re.compile(rf"{_PERSONAL_PRONOUN.pattern}"
                            rf"|\b(?!(?:{MONTH_NAME}|{DAY_NAME})\b)[A-Z][a-z][\w'’-]*")
 
 
+@cache
+def _forms_of(who: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """``who``'s possessive, and ``who`` after a preposition."""
+    return (re.compile(rf"\b{re.escape(who)}['’]s\b"),
+            re.compile(rf"\b{_PREPOSITION} {re.escape(who)}\b(?!['’])"))
+
+
 def _referred_to(text: str, who: str) -> str:
     """``text`` with ``who``'s possessive "their" and ``who`` after a preposition "them"."""
-    text = re.sub(rf"\b{re.escape(who)}['’]s\b", "their", text)
-    return re.sub(rf"\b{_PREPOSITION} {re.escape(who)}\b(?!['’])", r"\1 them", text)
+    possessive, after_preposition = _forms_of(who)
+    return after_preposition.sub(r"\1 them", possessive.sub("their", text))
 
 
 def referring_back(line: str) -> str:
     """``line`` with "their" and "them" for its person after its opening "The user" or
     name (:data:`_PERSON_SUBJECT`), or after a short opening phrase that names no one else
-    (:data:`_OPENING_PHRASE`): "The user has been tracking the user's food intake" → "… their food
-    intake"; "On 5 October 2022, Joanna tried Joanna's newest recipe" → "… their newest
-    recipe"."""
+    (:data:`_OPENING_PHRASE`): "The user has been tracking the user's food intake" → "…
+    their food intake"; "On 5 October 2022, Joanna tried Joanna's newest recipe" → "…
+    their newest recipe"."""
     opening = _OPENING_PHRASE.match(line)
     for start in (0, opening.end()) if opening else (0,):
         found = _PERSON_SUBJECT.match(line, start)
@@ -322,8 +330,7 @@ def referring_back(line: str) -> str:
         who = found.group(1)
         if who.casefold() == "the user":
             return line[:found.end()] + _referred_to(line[found.end():], "the user")
-        told = _referred_to(line[found.end():], who)
-        if told == line[found.end():]:
+        if not any(form.search(line, found.end()) for form in _forms_of(who)):
             continue          # not this subject's line: "On …" names no "On's"
         end = (m.end() if (m := _SENTENCE_END.search(line, found.end())) else len(line))
         scope = _QUOTED.sub(lambda q: "_" * len(q.group()), line[:end])
