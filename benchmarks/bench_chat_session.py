@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,7 +55,7 @@ from projections import open_store  # noqa: E402
 from workers.chat import session as chat_session  # noqa: E402
 from workers.eval.answer import INSTRUCTION  # noqa: E402
 from workers.eval.metrics import answer_f1, contains_answer  # noqa: E402
-from workers.llm import make_backend  # noqa: E402
+from workers.llm import Backend, make_backend  # noqa: E402
 
 GIVE_WAY, STAY = "notes give way", "notes stay"
 
@@ -78,6 +80,19 @@ def questions(conv: str, n: int, seed: int) -> list[dict]:
     return random.Random(seed).sample(rows, min(n, len(rows)))
 
 
+@contextmanager
+def open_chat(home: Home, backend: Backend) -> Iterator[chat_session.ChatSession]:
+    """A started `ChatSession` on ``home``, the defaults but for the memory tools (off, as
+    for a 0.5B model), its start block read by the server before the first message."""
+    with EventLog(home.events_db) as log, open_store(home, log) as store:
+        session = chat_session.ChatSession(home, log, store, backend,
+                                           Config(memory=MemoryConfig(tools=False)), tools=False)
+        session.start()
+        if session.warming is not None:
+            session.warming.join(60)
+        yield session
+
+
 def run(seed_home: Path, root: Path, url: str, asked: list[dict], way: str) -> dict:
     home_dir = root / way.replace(" ", "-")
     shutil.copytree(seed_home, home_dir)
@@ -88,13 +103,7 @@ def run(seed_home: Path, root: Path, url: str, asked: list[dict], way: str) -> d
         chat_session.giving_way = lambda earlier, budget, start: 0
     rows = []
     try:
-        with EventLog(home.events_db) as log, open_store(home, log) as store:
-            session = chat_session.ChatSession(home, log, store, backend,
-                                               Config(memory=MemoryConfig(tools=False)),
-                                               tools=False)
-            session.start()
-            if session.warming is not None:
-                session.warming.join(60)
+        with open_chat(home, backend) as session:
             for q in asked:
                 start = session.injection.injected_tokens if session.injection else 0
                 leaving = chat_session.giving_way(

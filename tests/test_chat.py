@@ -187,3 +187,22 @@ def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores: Stor
     for s in secrets:
         assert s not in block
     assert any(secrets[0] in e.payload.get("text", "") for e in log.read(types=["UserTurn"]))
+
+
+def test_the_system_prompt_expects_the_user_to_talk_about_their_life(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """The model is told a person may tell it of their life or ask it something, and to
+    reply briefly either way: told nothing of what the user says, the 0.5B model refused
+    about one such message in five ("I'm sorry, but I can't assist with that"), and a refusal
+    in the history begot more (benchmarks/bench_chat_refusals.py). The system message the
+    chat sends says so."""
+    log, store = stores
+    backend = ScriptedBackend(rules(tmp_path, {"match": "Leeds", "reply": "Welcome to Leeds!"}))
+    session = ChatSession(home, log, store, backend, config())
+    session.start()
+    session.send("I moved to Leeds last week; my sister is helping me unpack.")
+    session.end()
+    system = session.messages(tools=False)[0]
+    assert system["role"] == "system"
+    assert ("The user may tell you about their life or ask you something; either way, reply "
+            "briefly.") in system["content"]

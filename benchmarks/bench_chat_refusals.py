@@ -1,0 +1,154 @@
+"""Does the chat's model reply, or refuse? Messages other people wrote, in one chat session.
+
+    python benchmarks/bench_chat_refusals.py [--messages 12] [--model 0.5b|1.5b]
+        [--base-url URL] [--system-prompt TEXT] [--homes DIR] [--show] [--json]
+
+A person who tells a small model about their day should get a reply, not "I'm sorry, but I
+can't assist with that". For each of the five LoCoMo dev conversations and the first five
+LongMemEval dev questions' histories: the first half of its sessions is imported into a
+scratch home and synced (the README's main job, embeddings included); then one
+`ChatSession` with the defaults but for the memory tools (off, as for a 0.5B model) on the
+`openai` backend is sent ``--messages`` of the user's turns from the later sessions, drawn
+at random (seed 12) and sent in their order: LoCoMo's are one friend's messages to another,
+LongMemEval's a person's requests to an assistant. Replies are capped at 64 tokens,
+temperature 0. A reply counts as a refusal when it says it cannot help, assist, provide or
+discuss (:data:`REFUSAL`), an echo when it begins with the message's first
+:data:`ECHO_CHARS` characters; the figures are how many of each, per source.
+
+The model server is started on a free port (``diarist serve-model --model``) unless
+``--base-url`` names one. ``--system-prompt`` replaces the chat's instruction (the first
+sentences of its system prompt, ``workers.chat.session.SYSTEM_PROMPT``) for this run, to
+compare wordings; ``--homes DIR`` keeps the built homes there for the next run (each
+session runs on a copy).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "bench"
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_chat_session import open_chat  # noqa: E402
+from bench_mining import free_port, start_server  # noqa: E402
+
+from events import Home  # noqa: E402
+from workers.chat import session as chat_session  # noqa: E402
+from workers.eval.dataset import Conversation  # noqa: E402
+from workers.eval.homes import build_home, model_folder  # noqa: E402
+from workers.eval.load import load_dataset  # noqa: E402
+from workers.llm import make_backend  # noqa: E402
+
+REFUSAL = re.compile(
+    r"\b(can't|cannot|can not|unable to|not able to) (assist|help|provide|fulfill|discuss)"
+    r"|\bI'm sorry, but I (can't|cannot)", re.IGNORECASE)
+ECHO_CHARS = 30
+SOURCES = {"locomo": SHARED / "locomo",
+           "longmemeval": SHARED / "longmemeval" / "longmemeval_s_dev.json"}
+PER_SOURCE = 5     # conversations (LoCoMo) or question histories (LongMemEval) of each source
+MAX_TOKENS = 64
+SEED = 12
+
+
+def halves(conversation: Conversation, messages: int) -> tuple[Conversation, list[str]]:
+    """The conversation's first half of sessions (to import), and ``messages`` of the user's
+    turns from the later half, drawn at random and kept in their order."""
+    sessions = list(dict.fromkeys(t["session"] for t in conversation.turns))
+    earlier = set(sessions[:max(1, len(sessions) // 2)])
+    imported = tuple(t for t in conversation.turns if t["session"] in earlier)
+    later = [t["text"] for t in conversation.turns
+             if t["session"] not in earlier and t["role"] == "user" and t["text"].strip()]
+    chosen = sorted(random.Random(SEED).sample(range(len(later)), min(messages, len(later))))
+    return Conversation(conversation.id, imported, ()), [later[i] for i in chosen]
+
+
+def chat(built: Path, work: Path, url: str, messages: list[str]) -> list[str]:
+    """The replies of one chat session on a copy of the ``built`` home, sent ``messages``
+    one after another."""
+    shutil.copytree(built, work)
+    home = Home(work)
+    backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS, temperature=0)
+    replies = []
+    with open_chat(home, backend) as session:
+        for text in messages:
+            replies.append(session.send(text).text)
+        session.end()
+    return replies
+
+
+def run(root: Path, homes: Path, url: str, messages: int, show: bool) -> dict[str, dict]:
+    results: dict[str, dict] = {}
+    models: Path | None = None
+    for source, path in SOURCES.items():
+        rows = []
+        for conversation in load_dataset(path).conversations[:PER_SOURCE]:
+            imported, sent = halves(conversation, messages)
+            built = build_home(homes / source, imported, embed=True, models=models)
+            models = models or model_folder(built.home)
+            work = root / source / built.home.root.name
+            for text, reply in zip(sent, chat(built.home.root, work, url, sent), strict=True):
+                refused = bool(REFUSAL.search(reply))
+                echoed = reply[:ECHO_CHARS].lower() == text[:ECHO_CHARS].lower()
+                rows.append({"conversation": conversation.id, "message": text,
+                             "reply": reply, "refused": refused, "echoed": echoed})
+                if show:
+                    mark = "REFUSED" if refused else "replied"
+                    print(f"  {source} {conversation.id} {mark}: {text[:70]!r} → "
+                          f"{reply[:90]!r}", flush=True)
+        results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
+                           "echoed": sum(r["echoed"] for r in rows), "rows": rows}
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=12,
+                        help="messages sent per conversation (default 12)")
+    parser.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"])
+    parser.add_argument("--base-url", help="a running OpenAI-compatible server to use")
+    parser.add_argument("--system-prompt", help="replace the chat's instruction for this run")
+    parser.add_argument("--homes", type=Path, help="keep the built homes here, for a next run")
+    parser.add_argument("--show", action="store_true", help="print every message and reply")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    if args.system_prompt:
+        chat_session.SYSTEM_PROMPT = args.system_prompt
+    with tempfile.TemporaryDirectory(prefix="diarist-bench-refusals-") as tmp:
+        root = Path(tmp)
+        server = None
+        url = args.base_url
+        if url is None:
+            port = free_port()
+            server = start_server(root / "models", args.model, port, 2048)
+            url = f"http://127.0.0.1:{port}/v1"
+        try:
+            results = run(root, args.homes or root / "homes", url, args.messages, args.show)
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(30)
+    if args.json:
+        print(json.dumps(results, indent=1, ensure_ascii=False))
+        return
+    if args.system_prompt:
+        print(f"instruction: {args.system_prompt!r}")
+    print(f"Qwen2.5-Coder-{args.model.upper()}" if not args.base_url else args.base_url,
+          f"— {args.messages} messages per conversation, one session each, 2,048-token "
+          "window, tools off, temperature 0")
+    print("| source | messages | refused | echoed |")
+    print("|---|---|---|---|")
+    for source, result in results.items():
+        print(f"| {source} | {result['messages']} | {result['refused']} | "
+              f"{result['echoed']} |")
+
+
+if __name__ == "__main__":
+    main()
