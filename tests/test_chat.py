@@ -193,7 +193,7 @@ def test_the_system_prompt_expects_the_user_to_talk_about_their_life(
         home: Home, stores: Stores, tmp_path: Path) -> None:
     """The model is told a person may tell it of their life or ask it something, and to
     reply briefly either way: told nothing of what the user says, the 0.5B model refused
-    about one such message in five ("I'm sorry, but I can't assist with that"), and a refusal
+    16 of 40 such LoCoMo messages ("I'm sorry, but I can't assist with that"), and a refusal
     in the history begot more (benchmarks/bench_chat_refusals.py). The system message the
     chat sends says so."""
     log, store = stores

@@ -64,9 +64,9 @@ from .tools import (
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
 # The block's order is recall's (the head, then each section most relevant first), and the
 # model is told so; what that does to its answers is measured in docs/benchmarks.md. Told
-# nothing of what the user says, the 0.5B model refuses one message in five that tells it
-# of the user's life ("I'm sorry, but I can't assist with that"); the second sentence is
-# what stops it (benchmarks/bench_chat_refusals.py).
+# nothing of what the user says, the 0.5B model refused 16 of 40 LoCoMo messages telling it
+# of the user's life ("I'm sorry, but I can't assist with that"), and none with the second
+# sentence (benchmarks/bench_chat_refusals.py).
 SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
                  "The user may tell you about their life or ask you something; "
                  "either way, reply briefly. "
