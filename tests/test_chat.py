@@ -79,6 +79,36 @@ def test_history_is_compressed_at_the_threshold(home: Home, stores: Stores, tmp_
     assert all(len(e.payload["replaced"]) >= 1 for e in compressed)
 
 
+class Recording(ScriptedBackend):
+    def __init__(self, script: Path) -> None:
+        super().__init__(script)
+        self.requests: list[list[dict]] = []
+
+    def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+        self.requests.append(messages)
+        return super().chat(messages, **kw)
+
+
+def test_a_compression_summarises_what_was_said_not_the_memory_notes(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    log, store = stores
+    mined = MemoriesMined(session="old", memories=[
+        {"id": "hives", "type": "user_preference", "content": "Ann's hives stand behind the shed"}])
+    log.append_many([NewEvent(stream="memory", data=mined)])
+    store.catch_up_all()
+    backend = Recording(rules(tmp_path, {"match": "^user: hello", "reply": "Ann asked twice."},
+                              {"reply": "Behind the shed."}))
+    session = ChatSession(home, log, store, backend, config(keep_turns=0))
+    session.start()
+    session.send("hello there")
+    session.send("and where are my hives again?")
+    assert "behind the shed" in session.history[2].content  # the second message's note
+    assert session.compress(force=True) == "Ann asked twice."
+    transcript = backend.requests[-1][1]["content"]
+    assert "user: and where are my hives again?" in transcript
+    assert "behind the shed" not in transcript and "[memory note]" not in transcript
+
+
 class OverflowOnce(ScriptedBackend):
     def __init__(self) -> None:
         super().__init__(None, context_window=4096)

@@ -201,6 +201,11 @@ def first_note_cap(text: str) -> int:
     return int(FIRST_NOTE_SHARE * (estimate(text) + MESSAGE_FRAME))
 
 
+def with_note(note: str, text: str) -> str:
+    """A user message as the model reads it with its memory ``note`` (none: as it is)."""
+    return f"{note}\n\n{text}" if note else text
+
+
 def recent_notes(store: ProjectionStore, budget: int) -> list[RecallItem]:
     """The newest active notes someone asked to be remembered (``Remembered``: the person's
     and the chat model's), newest first, while they fit ``budget`` tokens — what a first

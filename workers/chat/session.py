@@ -47,7 +47,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .memory import SessionMemory, giving_way, note_room
+from .memory import SessionMemory, giving_way, note_room, with_note
 from .tools import (
     REPEATED_CALL,
     TOOL_PROMPT,
@@ -109,12 +109,13 @@ class _Message:
     content: str
     event_ids: list[str] = field(default_factory=list)
     memory_tokens: int = 0  # of a memory note attached to this (user) message
-    note: str = ""          # that note, before the message's own text in ``content``
+    note: str = ""          # that note, in ``content`` with the message's own text
     note_items: tuple[str, ...] = ()
+    said: str = ""          # the message's own text
 
     def drop_note(self) -> None:
         """Take the note out of the message (:func:`.memory.giving_way`), its text kept."""
-        self.content = self.content.removeprefix(f"{self.note}\n\n")
+        self.content = self.said
         self.note, self.note_items, self.memory_tokens = "", (), 0
 
 
@@ -276,11 +277,10 @@ class ChatSession:
         text = repaired(text)  # a stray byte from the terminal must not end the session
         note = self._note(text)
         user_id = self._append(UserTurn(session=self.id, text=text, name="user"))
-        content = f"{note.text}\n\n{text}" if note else text
-        self.history.append(_Message("user", content, [user_id],
-                                     note.injected_tokens if note else 0,
+        self.history.append(_Message("user", with_note(note.text if note else "", text),
+                                     [user_id], note.injected_tokens if note else 0,
                                      note.text if note else "",
-                                     tuple(i.id for i in note.items) if note else ()))
+                                     tuple(i.id for i in note.items) if note else (), text))
         try:
             reply = self._chat([], on_token, on_reply_end)
             if self.tools:
@@ -440,7 +440,8 @@ class ChatSession:
             old = self.history[:-1]
         if not old:
             return None
-        transcript = "\n".join(f"{m.role}: {m.content}" for m in old)
+        # what was said: a memory note was memory shown, not something the person said
+        transcript = "\n".join(f"{m.role}: {m.said if m.note else m.content}" for m in old)
         reply = self.backend.chat(
             [{"role": "system", "content": SUMMARY_PROMPT},
              {"role": "user", "content": transcript}],

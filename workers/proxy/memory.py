@@ -34,7 +34,7 @@ from projections import ProjectionStore, open_store
 from projections.inject import Injection, budget_for
 from projections.tokens import estimate
 
-from ..chat.memory import SessionMemory, giving_way, note_room
+from ..chat.memory import SessionMemory, giving_way, note_room, with_note
 from ..chat.session import DEFAULT_CONTEXT, system_prompt
 from ..llm import OpenAIBackend
 from ..llm.base import OPENAI_KEY_ENV
@@ -307,4 +307,4 @@ def _with_text(content: Any, text: str, *, after: bool) -> Any:
     content = content if isinstance(content, str) else ""
     if not content:
         return text
-    return f"{content}\n\n{text}" if after else f"{text}\n\n{content}"
+    return f"{content}\n\n{text}" if after else with_note(text, content)
