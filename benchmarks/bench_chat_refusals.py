@@ -1,7 +1,8 @@
 """Does the chat's model reply, or refuse? Messages other people wrote, in one chat session.
 
     python benchmarks/bench_chat_refusals.py [--messages 12] [--model 0.5b|1.5b]
-        [--base-url URL] [--system-prompt TEXT] [--homes DIR] [--show] [--json]
+        [--base-url URL] [--system-prompt TEXT] [--temperature T] [--no-memory] [--night]
+        [--homes DIR] [--show] [--json]
 
 A person who tells a small model about their day should get a reply, not "I'm sorry, but I
 can't assist with that". For each of the five LoCoMo dev conversations and the first five
@@ -11,9 +12,14 @@ scratch home and synced (the README's main job, embeddings included); then one
 `openai` backend is sent ``--messages`` of the user's turns from the later sessions, drawn
 at random (seed 12) and sent in their order: LoCoMo's are one friend's messages to another,
 LongMemEval's a person's requests to an assistant. Replies are capped at 64 tokens,
-temperature 0. A reply counts as a refusal when it says it cannot help, assist, provide or
-discuss (:data:`REFUSAL`), an echo when it begins with the message's first
-:data:`ECHO_CHARS` characters; the figures are how many of each, per source.
+temperature 0 unless ``--temperature`` says otherwise (``--temperature server``: the
+server's own, what `diarist chat` uses by default). A reply counts as a refusal when it says
+it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins with
+the message's first :data:`ECHO_CHARS` characters, a repeat when it begins as an earlier
+reply of its session does; the figures are how many of each, per source. ``--no-memory``
+runs the same sessions without memory (no start block, no notes); ``--night`` after the
+default night over the imported half (MEMORY.md heads the start block; keep those homes in
+another ``--homes`` directory).
 
 The model server is started on a free port (``diarist serve-model --model``) unless
 ``--base-url`` names one. ``--system-prompt`` replaces the chat's instruction (the first
@@ -43,7 +49,7 @@ from bench_mining import free_port, start_server  # noqa: E402
 from events import Home  # noqa: E402
 from workers.chat import session as chat_session  # noqa: E402
 from workers.eval.dataset import Conversation  # noqa: E402
-from workers.eval.homes import build_home, model_folder  # noqa: E402
+from workers.eval.homes import build_home, model_folder, night_over  # noqa: E402
 from workers.eval.load import load_dataset  # noqa: E402
 from workers.llm import make_backend  # noqa: E402
 
@@ -58,6 +64,11 @@ MAX_TOKENS = 64
 SEED = 12
 
 
+def opening(text: str) -> str:
+    """What an echo or a repeat is told by: the text's first :data:`ECHO_CHARS` characters."""
+    return text[:ECHO_CHARS].strip().lower()
+
+
 def halves(conversation: Conversation, messages: int) -> tuple[Conversation, list[str]]:
     """The conversation's first half of sessions (to import), and ``messages`` of the user's
     turns from the later half, drawn at random and kept in their order."""
@@ -70,21 +81,25 @@ def halves(conversation: Conversation, messages: int) -> tuple[Conversation, lis
     return Conversation(conversation.id, imported, ()), [later[i] for i in chosen]
 
 
-def chat(built: Path, work: Path, url: str, messages: list[str]) -> list[str]:
+def chat(built: Path, work: Path, url: str, messages: list[str], temperature: float | None,
+         memory: bool) -> list[str]:
     """The replies of one chat session on a copy of the ``built`` home, sent ``messages``
     one after another."""
     shutil.copytree(built, work)
     home = Home(work)
-    backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS, temperature=0)
+    backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS,
+                           temperature=temperature)
     replies = []
-    with open_chat(home, backend) as session:
+    with open_chat(home, backend, memory) as session:
         for text in messages:
             replies.append(session.send(text).text)
         session.end()
     return replies
 
 
-def run(root: Path, homes: Path, url: str, messages: int, show: bool) -> dict[str, dict]:
+def run(root: Path, homes: Path, url: str, messages: int, show: bool,
+        temperature: float | None = 0.0, memory: bool = True,
+        night: bool = False) -> dict[str, dict]:
     results: dict[str, dict] = {}
     models: Path | None = None
     for source, path in SOURCES.items():
@@ -93,18 +108,25 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool) -> dict[st
             imported, sent = halves(conversation, messages)
             built = build_home(homes / source, imported, embed=True, models=models)
             models = models or model_folder(built.home)
+            if night:
+                night_over(built.home)
             work = root / source / built.home.root.name
-            for text, reply in zip(sent, chat(built.home.root, work, url, sent), strict=True):
+            replies = chat(built.home.root, work, url, sent, temperature, memory)
+            for i, (text, reply) in enumerate(zip(sent, replies, strict=True)):
                 refused = bool(REFUSAL.search(reply))
-                echoed = reply[:ECHO_CHARS].lower() == text[:ECHO_CHARS].lower()
+                echoed = opening(reply) == opening(text)
+                repeated = opening(reply) in {opening(r) for r in replies[:i]}
                 rows.append({"conversation": conversation.id, "message": text,
-                             "reply": reply, "refused": refused, "echoed": echoed})
+                             "reply": reply, "refused": refused, "echoed": echoed,
+                             "repeated": repeated})
                 if show:
-                    mark = "REFUSED" if refused else "replied"
+                    mark = ("REFUSED" if refused else "echoed" if echoed
+                            else "repeated" if repeated else "replied")
                     print(f"  {source} {conversation.id} {mark}: {text[:70]!r} → "
                           f"{reply[:90]!r}", flush=True)
         results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
-                           "echoed": sum(r["echoed"] for r in rows), "rows": rows}
+                           "echoed": sum(r["echoed"] for r in rows),
+                           "repeated": sum(r["repeated"] for r in rows), "rows": rows}
     return results
 
 
@@ -115,10 +137,17 @@ def main() -> None:
     parser.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"])
     parser.add_argument("--base-url", help="a running OpenAI-compatible server to use")
     parser.add_argument("--system-prompt", help="replace the chat's instruction for this run")
+    parser.add_argument("--temperature", default="0",
+                        help="sampling temperature, or 'server' for the server's (default 0)")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="the same sessions without memory (no start block, no notes)")
+    parser.add_argument("--night", action="store_true",
+                        help="after the default night over the imported half")
     parser.add_argument("--homes", type=Path, help="keep the built homes here, for a next run")
     parser.add_argument("--show", action="store_true", help="print every message and reply")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
+    temperature = None if args.temperature == "server" else float(args.temperature)
     if args.system_prompt:
         chat_session.SYSTEM_PROMPT = args.system_prompt
     with tempfile.TemporaryDirectory(prefix="diarist-bench-refusals-") as tmp:
@@ -130,7 +159,8 @@ def main() -> None:
             server = start_server(root / "models", args.model, port, 2048)
             url = f"http://127.0.0.1:{port}/v1"
         try:
-            results = run(root, args.homes or root / "homes", url, args.messages, args.show)
+            results = run(root, args.homes or root / "homes", url, args.messages, args.show,
+                          temperature, not args.no_memory, args.night)
         finally:
             if server is not None:
                 server.terminate()
@@ -142,12 +172,14 @@ def main() -> None:
         print(f"instruction: {args.system_prompt!r}")
     print(f"Qwen2.5-Coder-{args.model.upper()}" if not args.base_url else args.base_url,
           f"— {args.messages} messages per conversation, one session each, 2,048-token "
-          "window, tools off, temperature 0")
-    print("| source | messages | refused | echoed |")
-    print("|---|---|---|---|")
+          f"window, tools off, temperature {args.temperature}",
+          "— without memory" if args.no_memory else "",
+          "— after the night" if args.night else "")
+    print("| source | messages | refused | echoed | repeated |")
+    print("|---|---|---|---|---|")
     for source, result in results.items():
         print(f"| {source} | {result['messages']} | {result['refused']} | "
-              f"{result['echoed']} |")
+              f"{result['echoed']} | {result['repeated']} |")
 
 
 if __name__ == "__main__":

@@ -81,12 +81,15 @@ def questions(conv: str, n: int, seed: int) -> list[dict]:
 
 
 @contextmanager
-def open_chat(home: Home, backend: Backend) -> Iterator[chat_session.ChatSession]:
+def open_chat(home: Home, backend: Backend,
+              memory: bool = True) -> Iterator[chat_session.ChatSession]:
     """A started `ChatSession` on ``home``, the defaults but for the memory tools (off, as
-    for a 0.5B model), its start block read by the server before the first message."""
+    for a 0.5B model), its start block read by the server before the first message;
+    ``memory`` off: no start block and no notes."""
+    config = MemoryConfig(tools=False, inject_on_start=memory, turn_recall=memory)
     with EventLog(home.events_db) as log, open_store(home, log) as store:
-        session = chat_session.ChatSession(home, log, store, backend,
-                                           Config(memory=MemoryConfig(tools=False)), tools=False)
+        session = chat_session.ChatSession(home, log, store, backend, Config(memory=config),
+                                           tools=False)
         session.start()
         if session.warming is not None:
             session.warming.join(60)
