@@ -23,8 +23,8 @@ another ``--homes`` directory).
 
 The model server is started on a free port (``diarist serve-model --model``) unless
 ``--base-url`` names one. ``--system-prompt`` replaces the chat's instruction (the first
-sentences of its system prompt, ``workers.chat.session.SYSTEM_PROMPT``) for this run, to
-compare wordings; ``--homes DIR`` keeps the built homes there for the next run (each
+sentences of its system prompt, :mod:`workers.chat.instruction`) for this run, to compare
+wordings; ``--homes DIR`` keeps the built homes there for the next run (each
 session runs on a copy).
 """
 from __future__ import annotations
@@ -149,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     temperature = None if args.temperature == "server" else float(args.temperature)
     if args.system_prompt:
-        chat_session.SYSTEM_PROMPT = args.system_prompt
+        chat_session.instruction = lambda _model: args.system_prompt
     with tempfile.TemporaryDirectory(prefix="diarist-bench-refusals-") as tmp:
         root = Path(tmp)
         server = None

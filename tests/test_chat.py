@@ -11,8 +11,10 @@ from events import EventLog, Home
 from events.config import Config, MemoryConfig, RollingSummaryConfig
 from events.log import NewEvent
 from events.types import MemoriesMined, ProfileSet, Remembered
+from workers.chat.instruction import BRIEF, GENERAL
 from workers.chat.session import COMPRESSED_PREFIX, ChatSession
 from workers.llm import ContextLengthExceeded, ScriptedBackend
+from workers.models.llama_server import MINING_MODEL
 
 from .conftest import Stores, rules
 
@@ -221,11 +223,11 @@ def test_secrets_typed_into_the_chat_stay_out_of_memory(home: Home, stores: Stor
 
 def test_the_system_prompt_expects_the_user_to_talk_about_their_life(
         home: Home, stores: Stores, tmp_path: Path) -> None:
-    """The model is told a person may tell it of their life or ask it something, and to
-    reply briefly either way: told nothing of what the user says, the 0.5B model refused
-    16 of 40 such LoCoMo messages ("I'm sorry, but I can't assist with that"), and a refusal
-    in the history begot more (benchmarks/bench_chat_refusals.py). The system message the
-    chat sends says so."""
+    """A model the instruction table does not name is told a person may tell it of their
+    life or ask it something, and to reply briefly either way: told nothing of how to
+    reply, the 0.5B model refused 16 of 40 such LoCoMo messages ("I'm sorry, but I can't
+    assist with that"), and a refusal in the history begot more
+    (benchmarks/bench_chat_refusals.py). The system message the chat sends says so."""
     log, store = stores
     backend = ScriptedBackend(rules(tmp_path, {"match": "Leeds", "reply": "Welcome to Leeds!"}))
     session = ChatSession(home, log, store, backend, config())
@@ -234,5 +236,23 @@ def test_the_system_prompt_expects_the_user_to_talk_about_their_life(
     session.end()
     system = session.messages(tools=False)[0]
     assert system["role"] == "system"
+    assert system["content"].startswith(GENERAL)
     assert ("The user may tell you about their life or ask you something; either way, reply "
             "briefly.") in system["content"]
+
+
+def test_the_installed_1_5b_model_is_only_told_to_reply_briefly(
+        home: Home, stores: Stores, tmp_path: Path) -> None:
+    """The model `diarist serve-model --model 1.5b` serves answered in more words with the
+    sentence on the user's life, and did not refuse without it: the chat that talks to it
+    sends "Reply briefly." alone, before the memory's instruction."""
+    log, store = stores
+    backend = ScriptedBackend(rules(tmp_path, {"match": "Leeds", "reply": "Welcome to Leeds!"}),
+                              MINING_MODEL.alias)
+    session = ChatSession(home, log, store, backend, config())
+    session.start()
+    session.send("I moved to Leeds last week; my sister is helping me unpack.")
+    session.end()
+    content = session.messages(tools=False)[0]["content"]
+    assert content.startswith(BRIEF) and "their life" not in content
+    assert content.index("Reply briefly.") < content.index("Use the memory context")

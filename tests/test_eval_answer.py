@@ -15,12 +15,13 @@ import pytest
 
 from events.config import Config
 from projections.tokens import estimate
-from workers.chat.session import SYSTEM_PROMPT
+from workers.chat.instruction import GENERAL, instruction
 from workers.eval.answer import RECENT_HEADER, AnswerCache, Answerer, prompts
 from workers.eval.changed_facts import generate
 from workers.eval.load import load_dataset
 from workers.eval.runner import EvalOptions, run_eval
 from workers.llm import ScriptedBackend
+from workers.models.llama_server import MINING_MODEL
 
 from .conftest import rules, run
 
@@ -36,17 +37,17 @@ def test_the_four_prompts() -> None:
     asked = prompts(conv, q, block, window=1024, max_tokens=32, evidence_block=evidence)
     for mode in ("memory", "evidence", "none", "recent"):
         system, user = asked[mode]
-        assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT)
+        assert system["role"] == "system" and system["content"].startswith(GENERAL)
         assert user == {"role": "user", "content": user["content"]}
         assert user["content"].startswith(q.query)
     assert asked["memory"][0]["content"].endswith(block)
     # the day the question was asked, told as the chat tells the session's day
     day = dt.date.fromisoformat(q.at[:10])
-    told = f"{SYSTEM_PROMPT} Today is {day:%A}, {day.day} {day:%B} {day.year}."
+    told = f"{GENERAL} Today is {day:%A}, {day.day} {day:%B} {day.year}."
     assert asked["evidence"][0]["content"] == f"{told}\n\n{evidence}"
     assert asked["none"][0]["content"] == told
     undated = prompts(conv, replace(q, at=None), block, window=1024, max_tokens=32)
-    assert undated["none"][0]["content"] == SYSTEM_PROMPT   # LoCoMo's questions: no day
+    assert undated["none"][0]["content"] == GENERAL   # LoCoMo's questions: no day
     recent = asked["recent"][0]["content"]
     assert RECENT_HEADER in recent
     # the most recent turns, oldest first, as many as the window leaves room for
@@ -116,6 +117,30 @@ class _Interrupting(ScriptedBackend):
         if self.at is not None and self.calls == self.at:
             raise KeyboardInterrupt
         return super().chat(messages, **kwargs)
+
+
+class _Recording(ScriptedBackend):
+    """A real scripted backend serving ``model``, keeping each request's system message."""
+
+    def __init__(self, script: Path, model: str | None) -> None:
+        super().__init__(script, model)
+        self.systems: list[str] = []
+
+    def chat(self, messages: list[dict], **kwargs: Any) -> Any:  # type: ignore[override]
+        self.systems.append(messages[0]["content"])
+        return super().chat(messages, **kwargs)
+
+
+def test_each_model_is_asked_with_its_own_instruction(tmp_path: Path) -> None:
+    """`eval --answer` asks the installed 1.5B model with "Reply briefly." alone and any
+    other model with the general instruction, every way, as the chat does."""
+    data = load_dataset(FIXTURES / "layout")
+    for model in (None, MINING_MODEL.alias):
+        backend = _Recording(_script(tmp_path), model)
+        answerer = Answerer(backend, AnswerCache(tmp_path / f"{model}.jsonl"), window=2048)
+        run_eval(data, EvalOptions(embed=False, answerer=answerer), Config())
+        assert len(backend.systems) == 8
+        assert all(s.startswith(instruction(model)) for s in backend.systems)
 
 
 def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
@@ -210,14 +235,20 @@ def test_the_chat_and_eval_ask_with_the_same_system_prompt(home: Any, stores: An
     log, store = stores
     log.append(ProfileSet(fields={"name": "Ann"}), stream="profile")
     store.catch_up_all()
-    with clock.frozen(asked_at):
-        session = ChatSession(home, log, store, ScriptedBackend(_script(tmp_path)), Config())
-        session.start()
-    block = session.memory_block
-    assert "- name: Ann" in block
-    chat_system = session.messages(tools=False)[0]
-    asked = prompts(conv, q, block, window=2048, max_tokens=32)
-    assert asked["memory"][0] == chat_system == {
-        "role": "system", "content": system_prompt(block, today=asked_at.date())}
-    assert f"Today is {asked_at:%A}" in chat_system["content"]
-    session.end()
+    for model in (None, MINING_MODEL.alias):   # a model of its own instruction, too
+        with clock.frozen(asked_at):
+            session = ChatSession(home, log, store, ScriptedBackend(_script(tmp_path), model),
+                                  Config())
+            session.start()
+        block = session.memory_block
+        assert "- name: Ann" in block
+        chat_system = session.messages(tools=False)[0]
+        asked = prompts(conv, q, block, window=2048, max_tokens=32,
+                        model=session.backend.model)
+        assert asked["memory"][0] == chat_system == {
+            "role": "system",
+            "content": system_prompt(block, today=asked_at.date(), model=model)}
+        assert chat_system["content"].startswith(instruction(model))
+        assert f"Today is {asked_at:%A}" in chat_system["content"]
+        session.end()
+    assert instruction(None) != instruction(MINING_MODEL.alias)

@@ -15,7 +15,8 @@ from events.config import Config, MemoryConfig
 from events.types import Remembered
 from projections import ProjectionStore, open_store
 from projections.journal import entries_for
-from workers.chat.session import SYSTEM_PROMPT, ChatSession
+from workers.chat.instruction import GENERAL
+from workers.chat.session import ChatSession
 from workers.chat.shadow_journal import EXTRACT_PROMPT, clean_facts, parse_facts, shadow_journal
 from workers.llm import ScriptedBackend
 
@@ -127,7 +128,7 @@ def test_prompt_holds_only_the_two_turns(home: Home, stores: Stores) -> None:
     (messages,) = backend.extraction_calls()
     text = json.dumps(messages)
     assert messages[0] == {"role": "system", "content": EXTRACT_PROMPT} and len(messages) == 2
-    assert SYSTEM_PROMPT not in text and session.memory_text() not in text
+    assert GENERAL not in text and session.memory_text() not in text
     assert "user: zebras and bees" in messages[1]["content"]
     assert "assistant: Bees are lovely." in messages[1]["content"]
     # the journal line "Injected-only memory…" is today's journal, shown only as already known

@@ -141,9 +141,10 @@ def test_knowledge_comes_most_relevant_first_as_the_system_prompt_says(
     """The chat's system prompt tells the model the block's most relevant lines come first
     (a small model otherwise answers from a later line that merely shares the question's
     words): the [knowledge] lines are in recall's order, best score first."""
-    from workers.chat.session import SYSTEM_PROMPT
+    from workers.chat.instruction import BY_MODEL, GENERAL
 
-    assert "most relevant lines come first" in SYSTEM_PROMPT
+    for told in (GENERAL, *BY_MODEL.values()):
+        assert "most relevant lines come first" in told
     for text in ("We ran the 5K charity run for veterans and their families.",
                  "The charity bake sale went well.",
                  "I ran a 5K last year.",

@@ -19,6 +19,8 @@ import pytest
 from events import EventLog, Home
 from tests import llm_server
 from tests.conftest import diarist_cmd, free_port, stop_process
+from workers.chat.instruction import BRIEF, GENERAL
+from workers.models.llama_server import MINING_MODEL
 
 REPLY = "Noted, that sounds lovely."
 
@@ -132,11 +134,12 @@ def _turns(home: Home) -> list[tuple[str, str, str]]:
             for e in _events(home, "UserTurn", "AssistantTurn")]
 
 
-def _chat(client: openai.OpenAI, messages: list[dict], *, stream: bool = False) -> str:
+def _chat(client: openai.OpenAI, messages: list[dict], *, stream: bool = False,
+          model: str = "fake") -> str:
     if not stream:
-        reply = client.chat.completions.create(model="fake", messages=messages)  # type: ignore[arg-type]
+        reply = client.chat.completions.create(model=model, messages=messages)  # type: ignore[arg-type]
         return reply.choices[0].message.content or ""
-    pieces = client.chat.completions.create(model="fake", messages=messages,  # type: ignore[arg-type]
+    pieces = client.chat.completions.create(model=model, messages=messages,  # type: ignore[arg-type]
                                             stream=True)
     return "".join(c.choices[0].delta.content or "" for c in pieces if c.choices)
 
@@ -193,10 +196,17 @@ def test_memory_from_one_conversation_is_injected_into_another(
     # the client sent no system message: the chat's, telling the day the lines are read from
     assert sent["messages"][0]["role"] == "system"
     assert re.search(r"Today is \w+day, \d+ \w+ \d{4}\.", sent["messages"][0]["content"])
+    assert sent["messages"][0]["content"].startswith(GENERAL)
     assert sent["messages"][-1]["content"].endswith("Where did Ottoline move to?")
     injected = _events(home, "MemoryInjected")
     session = _turns(home)[-1][0]
     assert any(e.payload["session"] == session and e.payload["items"] for e in injected)
+    # the model asked for has an instruction of its own: the chat's for that model
+    handler.seen.clear()
+    _chat(proxy.client(), [{"role": "user", "content": "Where is Ottoline now?"}],
+          model=MINING_MODEL.alias)
+    sent = [s["body"] for s in handler.seen if s["path"] == "/v1/chat/completions"][-1]
+    assert sent["messages"][0]["content"].startswith(BRIEF)
 
 
 def test_the_prompt_prefix_stays_the_same_within_a_session(

@@ -47,6 +47,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
+from .instruction import instruction
 from .memory import SessionMemory, giving_way, note_room, with_note
 from .tools import (
     REPEATED_CALL,
@@ -62,18 +63,6 @@ from .tools import (
 )
 
 DEFAULT_CONTEXT = 2048  # assumed when the backend cannot tell (Pi-class models)
-# The block's order is recall's (the head, then each section most relevant first), and the
-# model is told so; what that does to its answers is measured in docs/benchmarks.md. Told
-# nothing of what the user says, the 0.5B model refused 16 of 40 LoCoMo messages telling it
-# of the user's life ("I'm sorry, but I can't assist with that"), and none with the second
-# sentence (benchmarks/bench_chat_refusals.py).
-SYSTEM_PROMPT = ("You are a helpful assistant running on the user's own machine. "
-                 "The user may tell you about their life or ask you something; "
-                 "either way, reply briefly. "
-                 "Use the memory context below when it is relevant; "
-                 "its most relevant lines come first.")
-
-
 def today_line(day: dt.date | None) -> str:
     """``Today is Saturday, 28 November 2026.`` — the day the memory's dates are read
     against ("last week", "how long ago"); empty when the day is not known."""
@@ -81,10 +70,11 @@ def today_line(day: dt.date | None) -> str:
 
 
 def system_prompt(memory_block: str, tool_prompt: str = "",
-                  today: dt.date | None = None) -> str:
-    """The system message: the instruction, today's date when known, the tool prompt if
-    any, the memory block; the chat and `diarist eval --answer` both ask with it."""
-    return " ".join(t for t in (SYSTEM_PROMPT, today_line(today), tool_prompt) if t) + \
+                  today: dt.date | None = None, model: str | None = None) -> str:
+    """The system message: the instruction for ``model`` (:mod:`.instruction`), today's
+    date when known, the tool prompt if any, the memory block; the chat and `diarist eval
+    --answer` both ask with it."""
+    return " ".join(t for t in (instruction(model), today_line(today), tool_prompt) if t) + \
         (f"\n\n{memory_block}" if memory_block else "")
 
 
@@ -257,7 +247,7 @@ class ChatSession:
         """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
         system = system_prompt(self.memory_block, tool_prompt if self.tools and tools else "",
-                               self.today)
+                               self.today, self.backend.model)
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
 

@@ -118,16 +118,19 @@ def recent_history(conv: Conversation, q: Question, tokens: int) -> str:
 
 
 def prompts(conv: Conversation, q: Question, memory_block: str, window: int,
-            max_tokens: int, evidence_block: str = "") -> dict[str, list[dict]]:
-    """The four requests for a question (see the module doc)."""
+            max_tokens: int, evidence_block: str = "",
+            model: str | None = None) -> dict[str, list[dict]]:
+    """The four requests for a question (see the module doc), with ``model``'s
+    instruction, as the chat asks it."""
     user = user_message(q)
     today = question_day(q)
 
     def with_system(extra: str) -> list[dict]:
-        return [{"role": "system", "content": system_prompt(extra, today=today)}, user]
+        return [{"role": "system", "content": system_prompt(extra, today=today, model=model)},
+                user]
 
-    fixed = estimate(system_prompt("", today=today)) + estimate(user["content"]) + max_tokens \
-        + PROMPT_MARGIN
+    fixed = estimate(system_prompt("", today=today, model=model)) \
+        + estimate(user["content"]) + max_tokens + PROMPT_MARGIN
     return {"memory": with_system(memory_block), "evidence": with_system(evidence_block),
             "none": with_system(""),
             "recent": with_system(recent_history(conv, q, max(window - fixed, 0)))}
@@ -168,7 +171,7 @@ class Answerer:
     def answer(self, conv: Conversation, q: Question, memory_block: str,
                evidence_block: str = "") -> dict[str, Any]:
         requests = prompts(conv, q, memory_block, self.window, self.max_tokens,
-                           evidence_block)
+                           evidence_block, self.model)
         answers: dict[str, Any] = {}
         for mode in MODES:
             got = self._ask(requests[mode])

@@ -145,8 +145,8 @@ class ProxyMemory:
             session.notes.pop(number, None)
         user_turn = log.append(UserTurn(session=session.id, text=text, name="user"),
                                stream=session.id).id
-        return Exchange(session, earlier, text, model, self._upstream_messages(session, messages),
-                        user_turn)
+        return Exchange(session, earlier, text, model,
+                        self._upstream_messages(session, messages, model), user_turn)
 
     def finish(self, exchange: Exchange, reply: str, stats: ReplyStats | None = None, *,
                interrupted: bool = False) -> None:
@@ -276,10 +276,11 @@ class ProxyMemory:
                    stream=session.id)
         return note
 
-    def _upstream_messages(self, session: ProxySession, messages: list[dict]) -> list[dict]:
+    def _upstream_messages(self, session: ProxySession, messages: list[dict],
+                           model: str) -> list[dict]:
         """The client's messages with memory: the start block at the end of the system
-        message (a system message of the chat's when the client sent none), each user
-        message's note before its text."""
+        message (a system message of the chat's, for ``model``, when the client sent none),
+        each user message's note before its text."""
         out = copy.deepcopy(messages)
         block = session.start.text if session.start else ""
         if block:
@@ -287,7 +288,7 @@ class ProxyMemory:
                 out[0]["content"] = _with_text(out[0].get("content"), block, after=True)
             else:
                 out.insert(0, {"role": "system",
-                               "content": system_prompt(block, today=session.today)})
+                               "content": system_prompt(block, today=session.today, model=model)})
         number = 0
         for message in out:
             if message.get("role") != "user":
