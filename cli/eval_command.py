@@ -60,6 +60,10 @@ def _bar(total: int, label: str) -> Iterator[Progress]:
               help="The model's context window in tokens (default: the backend's, else 2048).")
 @click.option("--max-tokens", type=click.IntRange(1), default=32, show_default=True,
               help="Reply length cap for --answer.")
+@click.option("--temperature", type=click.FloatRange(0.0, 2.0), default=0.0,
+              show_default=True,
+              help="Sampling temperature for --answer (0: the likeliest reply, the same each "
+                   "run; the chat samples at llm.temperature, by default the server's).")
 @click.option("--cache", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer cache (JSON lines; default: var/eval/answers.jsonl of the home).")
 @click.option("--set", "weights", multiple=True, metavar="NAME=VALUE",
@@ -77,8 +81,8 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
              answer: bool,
              backend: str | None, model: str | None, base_url: str | None,
              script: Path | None, window: int | None,
-             max_tokens: int, cache: Path | None, weights: tuple[str, ...], as_json: bool,
-             report: Path | None,
+             max_tokens: int, temperature: float, cache: Path | None,
+             weights: tuple[str, ...], as_json: bool, report: Path | None,
              export: Path | None) -> None:
     """Evaluate memory on DATASET: a folder of <conv>.transcript.jsonl + <conv>.questions.jsonl,
     LoCoMo's locomo10.json, a LongMemEval JSON file, or `changed-facts` (generated from
@@ -91,7 +95,8 @@ def eval_cmd(dataset: str, limit: int | None, sample: int | None, seed: int,
     from workers.eval.report import terminal_table
     from workers.eval.runner import EvalOptions
 
-    settings = (AnswerSettings(backend, model, base_url, script, max_tokens, cache)
+    settings = (AnswerSettings(backend, model, base_url, script, max_tokens, cache,
+                               temperature=temperature)
                 if answer else None)
     request = EvalRequest(
         dataset, current_home(create=True),

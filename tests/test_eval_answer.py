@@ -125,9 +125,11 @@ class _Recording(ScriptedBackend):
     def __init__(self, script: Path, model: str | None) -> None:
         super().__init__(script, model)
         self.systems: list[str] = []
+        self.temperatures: list[float | None] = []
 
     def chat(self, messages: list[dict], **kwargs: Any) -> Any:  # type: ignore[override]
         self.systems.append(messages[0]["content"])
+        self.temperatures.append(kwargs.get("temperature"))
         return super().chat(messages, **kwargs)
 
 
@@ -141,6 +143,24 @@ def test_each_model_is_asked_with_its_own_instruction(tmp_path: Path) -> None:
         run_eval(data, EvalOptions(embed=False, answerer=answerer), Config())
         assert len(backend.systems) == 8
         assert all(s.startswith(instruction(model)) for s in backend.systems)
+
+
+def test_a_temperature_is_sent_and_cached_apart(tmp_path: Path) -> None:
+    """`--temperature` samples as the chat does: each request carries it, the report names
+    it, and a reply sampled at it is cached apart from the temperature-0 one."""
+    data = load_dataset(FIXTURES / "layout")
+    cache = tmp_path / "answers.jsonl"
+    for temperature, asked in ((0.0, 8), (0.3, 8), (0.3, 0)):
+        backend = _Recording(_script(tmp_path), None)
+        answerer = Answerer(backend, AnswerCache(cache), window=2048, temperature=temperature)
+        report = run_eval(data, EvalOptions(embed=False, answerer=answerer), Config())
+        assert backend.temperatures == [temperature] * asked
+        assert report.options["temperature"] == temperature
+    args = ["eval", str(FIXTURES / "layout"), "--answer", "--backend", "scripted",
+            "--script", str(_script(tmp_path)), "--cache", str(cache)]
+    shown = run(*args, "--temperature", "0.3")
+    assert "temperature 0.3" in shown.stdout and "(0 replies asked, 8 from" in shown.stderr
+    assert "temperature" not in run(*args).stdout.split("\n")[0]
 
 
 def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:

@@ -12,11 +12,13 @@
 
 Each time the user message is the question and one short instruction (the same for all
 four), and the system prompt tells the day the question was asked when the dataset gives it
-(as the chat tells the session's day); each is sent with ``temperature`` 0 and a small
-``max_tokens``. Replies are scored with LoCoMo's token F1 and exact containment
-(:mod:`.metrics`). Every reply is cached in a JSON lines file keyed by the model and the
-exact request, written (and fsynced) as soon as it arrives, so an interrupted run resumes
-where it stopped and a changed prompt is asked anew.
+(as the chat tells the session's day); each is sent with a small ``max_tokens`` and
+``temperature`` 0 (``--temperature``: another, to sample as the chat does). Replies are
+scored with LoCoMo's token F1 and exact containment (:mod:`.metrics`). Every reply is
+cached in a JSON lines file keyed by the model and the exact request (its temperature
+too), written (and fsynced) as soon as it arrives, so an interrupted run resumes where it
+stopped and a changed prompt is asked anew; a second run at the same temperature above 0
+re-reads the first one's samples.
 """
 from __future__ import annotations
 
@@ -79,9 +81,10 @@ def _ends_with_newline(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def request_key(model: str, messages: list[dict], max_tokens: int) -> str:
+def request_key(model: str, messages: list[dict], max_tokens: int,
+                temperature: float = 0.0) -> str:
     body = json.dumps({"model": model, "messages": messages, "max_tokens": max_tokens,
-                       "temperature": 0}, sort_keys=True, ensure_ascii=False)
+                       "temperature": temperature or 0}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -146,20 +149,21 @@ class Answerer:
     """Asks ``backend`` (any of :mod:`workers.llm`) the four ways and scores the replies."""
 
     def __init__(self, backend: Backend, cache: AnswerCache, *, window: int | None = None,
-                 max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+                 max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0) -> None:
         self.backend, self.cache, self.max_tokens = backend, cache, max_tokens
+        self.temperature = temperature
         self.model = backend.model
         self.window = window or backend.context_window() or 2048
         self.asked = self.reused = 0
 
     def _ask(self, messages: list[dict]) -> dict[str, Any]:
-        key = request_key(self.model, messages, self.max_tokens)
+        key = request_key(self.model, messages, self.max_tokens, self.temperature)
         cached = self.cache.get(key)
         if cached is not None:
             self.reused += 1
             return {**cached, "cached": True}
         reply = self.backend.chat(messages, stream=False, max_tokens=self.max_tokens,
-                                  temperature=0)
+                                  temperature=self.temperature)
         entry = {"model": self.model, "reply": reply.text,
                  "prompt_tokens": reply.stats.prompt_tokens,
                  "reply_tokens": reply.stats.reply_tokens,

@@ -33,6 +33,7 @@ class AnswerSettings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     cache: Path | None = None         # default: <workspace>/eval/answers.jsonl
     timeout: float = 300.0
+    temperature: float = 0.0          # 0: the likeliest reply, the same each run
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def evaluate(request: EvalRequest, *, progress: ProgressFactory = no_progress) -
         backend.models()  # reachable? (BackendUnavailable, with its hint, before any work)
         cache_path = answer_cache_path(request.workspace, settings)
         answerer = Answerer(backend, AnswerCache(cache_path), window=options.window,
-                            max_tokens=settings.max_tokens)
+                            max_tokens=settings.max_tokens,
+                            temperature=settings.temperature)
         options = replace(options, answerer=answerer)
     with weights.overridden(request.weights) as changed:
         report = run_eval(dataset, options, config, progress=progress).to_json()

@@ -46,6 +46,8 @@ def headline(data: dict[str, Any]) -> str:
         parts.append(f"stratified sample of {o['sample']}, seed {o['seed']}")
     if o.get("model"):
         parts.append(f"model {o['model']}")
+    if o.get("temperature"):
+        parts.append(f"temperature {o['temperature']}")
     return "; ".join(parts)
 
 

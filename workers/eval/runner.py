@@ -250,6 +250,7 @@ def run_eval(dataset: Dataset, options: EvalOptions, config: Config | None = Non
         "memory_budget": budget, "top_k": config.memory.top_k, "ks": list(KS),
         "budgets": list(BUDGETS),
         "model": options.answerer.model if options.answerer else None,
+        "temperature": options.answerer.temperature if options.answerer else None,
     }, skipped=skipped, notes=list(dataset.notes))
     by_conv: dict[str, list[Question]] = defaultdict(list)
     convs = {c.id: c for c, _ in chosen}
