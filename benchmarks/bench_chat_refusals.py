@@ -14,9 +14,11 @@ at random (seed 12) and sent in their order: LoCoMo's are one friend's messages 
 LongMemEval's a person's requests to an assistant. Replies are capped at 64 tokens,
 temperature 0 unless ``--temperature`` says otherwise (``--temperature server``: the
 server's own, what `diarist chat` uses by default). A reply counts as a refusal when it says
-it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins with
-the message's first :data:`ECHO_CHARS` characters, a repeat when it begins as an earlier
-reply of its session does; the figures are how many of each, per source. ``--no-memory``
+it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins as
+the message does (:func:`workers.chat.echo.echoes`: the first 30 characters), a repeat when
+it begins as an earlier reply of its session does; the figures are how many of each, per
+source, and how many replies the chat held back as echoes and asked again (the reply
+counted is the second). ``--no-memory``
 runs the same sessions without memory (no start block, no notes); ``--night`` after the
 default night over the imported half (MEMORY.md heads the start block; keep those homes in
 another ``--homes`` directory).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import re
 import shutil
@@ -47,7 +50,9 @@ from bench_chat_session import open_chat  # noqa: E402
 from bench_mining import free_port, start_server  # noqa: E402
 
 from events import Home  # noqa: E402
+from events.logger import configure  # noqa: E402
 from workers.chat import session as chat_session  # noqa: E402
+from workers.chat.echo import echoes, opening  # noqa: E402
 from workers.eval.dataset import Conversation  # noqa: E402
 from workers.eval.homes import build_home, model_folder, night_over  # noqa: E402
 from workers.eval.load import load_dataset  # noqa: E402
@@ -56,17 +61,11 @@ from workers.llm import make_backend  # noqa: E402
 REFUSAL = re.compile(
     r"\b(can't|cannot|can not|unable to|not able to) (assist|help|provide|fulfill|discuss)"
     r"|\bI'm sorry, but I (can't|cannot)", re.IGNORECASE)
-ECHO_CHARS = 30
 SOURCES = {"locomo": SHARED / "locomo",
            "longmemeval": SHARED / "longmemeval" / "longmemeval_s_dev.json"}
 PER_SOURCE = 5     # conversations (LoCoMo) or question histories (LongMemEval) of each source
 MAX_TOKENS = 64
 SEED = 12
-
-
-def opening(text: str) -> str:
-    """What an echo or a repeat is told by: the text's first :data:`ECHO_CHARS` characters."""
-    return text[:ECHO_CHARS].strip().lower()
 
 
 def halves(conversation: Conversation, messages: int) -> tuple[Conversation, list[str]]:
@@ -82,9 +81,10 @@ def halves(conversation: Conversation, messages: int) -> tuple[Conversation, lis
 
 
 def chat(built: Path, work: Path, url: str, messages: list[str], temperature: float | None,
-         memory: bool) -> list[str]:
+         memory: bool) -> tuple[list[str], int]:
     """The replies of one chat session on a copy of the ``built`` home, sent ``messages``
-    one after another."""
+    one after another, and how many of its replies repeated a message and were asked again
+    (``ChatSession.echoes``)."""
     shutil.copytree(built, work)
     home = Home(work)
     backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS,
@@ -94,7 +94,7 @@ def chat(built: Path, work: Path, url: str, messages: list[str], temperature: fl
         for text in messages:
             replies.append(session.send(text).text)
         session.end()
-    return replies
+    return replies, session.echoes
 
 
 def run(root: Path, homes: Path, url: str, messages: int, show: bool,
@@ -103,7 +103,7 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
     results: dict[str, dict] = {}
     models: Path | None = None
     for source, path in SOURCES.items():
-        rows = []
+        rows, asked_again = [], 0
         for conversation in load_dataset(path).conversations[:PER_SOURCE]:
             imported, sent = halves(conversation, messages)
             built = build_home(homes / source, imported, embed=True, models=models)
@@ -111,10 +111,11 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
             if night:
                 night_over(built.home)
             work = root / source / built.home.root.name
-            replies = chat(built.home.root, work, url, sent, temperature, memory)
+            replies, again = chat(built.home.root, work, url, sent, temperature, memory)
+            asked_again += again
             for i, (text, reply) in enumerate(zip(sent, replies, strict=True)):
                 refused = bool(REFUSAL.search(reply))
-                echoed = opening(reply) == opening(text)
+                echoed = echoes(reply, text)
                 repeated = opening(reply) in {opening(r) for r in replies[:i]}
                 rows.append({"conversation": conversation.id, "message": text,
                              "reply": reply, "refused": refused, "echoed": echoed,
@@ -126,7 +127,8 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
                           f"{reply[:90]!r}", flush=True)
         results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
                            "echoed": sum(r["echoed"] for r in rows),
-                           "repeated": sum(r["repeated"] for r in rows), "rows": rows}
+                           "repeated": sum(r["repeated"] for r in rows),
+                           "asked_again": asked_again, "rows": rows}
     return results
 
 
@@ -147,6 +149,7 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print every message and reply")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
+    configure(level=logging.WARNING, json_lines=False)  # stdout is the table or the JSON
     temperature = None if args.temperature == "server" else float(args.temperature)
     if args.system_prompt:
         chat_session.instruction = lambda _model: args.system_prompt
@@ -175,11 +178,11 @@ def main() -> None:
           f"window, tools off, temperature {args.temperature}",
           "— without memory" if args.no_memory else "",
           "— after the night" if args.night else "")
-    print("| source | messages | refused | echoed | repeated |")
-    print("|---|---|---|---|---|")
+    print("| source | messages | refused | echoed | repeated | echoes asked again |")
+    print("|---|---|---|---|---|---|")
     for source, result in results.items():
         print(f"| {source} | {result['messages']} | {result['refused']} | "
-              f"{result['echoed']} | {result['repeated']} |")
+              f"{result['echoed']} | {result['repeated']} | {result['asked_again']} |")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
+from .echo import EchoGuard
 from .instruction import instruction
 from .memory import SessionMemory, giving_way, note_room, with_note
 from .tools import (
@@ -128,6 +129,7 @@ class ChatSession:
         self.warming: threading.Thread | None = None
         self.turns = 0
         self.compressions = 0
+        self.echoes = 0   # replies that repeated the message, asked again (:meth:`_first_reply`)
         # (user event id, assistant event id) of the last exchange: the shadow journal's input
         self.last_turn: tuple[str, str] | None = None
         self.tools = tools
@@ -243,10 +245,12 @@ class ChatSession:
             self.inject_start()
         self.warm()
 
-    def messages(self, *, tools: bool = True) -> list[dict]:
-        """The system prompt (with the tool prompt unless ``tools`` is False) + history."""
+    def messages(self, *, tools: bool = True, start: bool = True) -> list[dict]:
+        """The system prompt (with the tool prompt unless ``tools`` is False, the start block
+        unless ``start`` is) + history."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
-        system = system_prompt(self.memory_block, tool_prompt if self.tools and tools else "",
+        system = system_prompt(self.memory_block if start else "",
+                               tool_prompt if self.tools and tools else "",
                                self.today, self.backend.model)
         return [{"role": "system", "content": system}] + [
             {"role": m.role, "content": m.content} for m in self.history]
@@ -272,7 +276,7 @@ class ChatSession:
                                      note.text if note else "",
                                      tuple(i.id for i in note.items) if note else (), text))
         try:
-            reply = self._chat([], on_token, on_reply_end)
+            reply = self._first_reply(text, on_token, on_reply_end)
             if self.tools:
                 reply = self._tool_rounds(reply, on_token, on_reply_end)
             if self.tools and not reply.interrupted and imitates_a_call(reply.text):
@@ -288,6 +292,31 @@ class ChatSession:
             self.compress()
         return reply
 
+    def _first_reply(self, text: str, on_token: Callable[[str], None] | None,
+                     on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:
+        """The turn's first model call. With a start block in the prompt, a reply that
+        repeats ``text`` (:mod:`.echo`) is held back, never shown, and the model is asked
+        once more without the start block, the notes kept."""
+        if not self.memory_block:
+            return self._chat([], on_token, on_reply_end)
+        guard = EchoGuard(text, on_token)
+
+        def ended(reply: ChatReply) -> None:
+            guard.end(reply)
+            if not guard.echoed and on_reply_end is not None:
+                on_reply_end(reply)
+
+        try:
+            reply = self._chat([], guard.token, ended)
+        except ReplyCutOff:
+            guard.flush()  # what arrived is kept as the reply: show it
+            raise
+        if not guard.echoed:
+            return reply
+        self.echoes += 1
+        logger.info("chat.echo_asked_again", session=self.id)
+        return self._chat([], on_token, on_reply_end, start=False)
+
     def _reply_done(self, user_id: str, reply: ChatReply) -> None:
         """Record the reply as ``AssistantTurn`` (with its stats) and add it to the history."""
         s = reply.stats
@@ -301,13 +330,14 @@ class ChatSession:
 
     def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
               on_reply_end: Callable[[ChatReply], None] | None = None, *,
-              final: bool = False, plain: bool = False) -> ChatReply:
+              final: bool = False, plain: bool = False, start: bool = True) -> ChatReply:
         """One model call on the history plus ``extra`` (this turn's structured tool
         messages): compress and retry once on overflow; drop native tools if refused.
         ``final``: the answer must not be another tool call (``tool_choice: none``);
-        ``plain``: no tools offered or described at all."""
+        ``plain``: no tools offered or described at all; ``start``: the start block in
+        the system prompt."""
         def call() -> ChatReply:
-            messages = self.messages(tools=not plain) + extra
+            messages = self.messages(tools=not plain, start=start) + extra
             if plain or not self._native_tools:
                 return self.backend.chat(messages, on_token=on_token)
             try:

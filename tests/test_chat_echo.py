@@ -1,0 +1,169 @@
+"""A reply that repeats the person's message: never shown, asked again without the start block.
+
+The backend below is the scripted one (the same SSE parser and streaming loop as the HTTP
+backends) with one change: like the 0.5B model, it echoes the message when the system prompt
+holds the start block, and replies otherwise."""
+from __future__ import annotations
+
+from cli.chat import ToolCallFilter
+from events import Home
+from events.config import Config, MemoryConfig
+from events.types import Remembered
+from workers.chat.echo import EchoGuard, echoes
+from workers.chat.session import ChatSession
+from workers.llm import ScriptedBackend
+from workers.llm.base import ChatReply, ChatStats
+
+from .conftest import Stores
+from .test_session_memory import seed, started
+
+MESSAGE = "Thanks for the support with the garden party, you really are the best!"
+OWN_REPLY = "Glad it went well! How did the roses hold up?"
+
+
+class EchoesWithStartBlock(ScriptedBackend):
+    """Repeats the message when the start block is in the system prompt."""
+
+    def __init__(self, echo: str = MESSAGE) -> None:
+        super().__init__()
+        self.echo = echo
+        self.systems: list[str] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        system = str(messages[0]["content"])
+        self.systems.append(system)
+        return self.echo if "[memory context]" in system else OWN_REPLY
+
+
+def session_on(home: Home, stores: Stores, backend: ScriptedBackend,
+               **memory: object) -> ChatSession:
+    log, store = stores
+    log.append(Remembered(text="Ann grows roses in her garden"), stream="memory")
+    store.catch_up_all()
+    session = ChatSession(home, log, store, backend,
+                          Config(memory=MemoryConfig(**memory)),  # type: ignore[arg-type]
+                          tools=False)
+    session.start()
+    return session
+
+
+def test_an_echo_is_never_shown_and_asked_again_without_the_start_block(
+        home: Home, stores: Stores) -> None:
+    backend = EchoesWithStartBlock()
+    session = session_on(home, stores, backend)
+    assert "Ann grows roses" in session.memory_block
+    shown: list[str] = []
+    ends: list[str] = []
+    reply = session.send(MESSAGE, on_token=shown.append,
+                         on_reply_end=lambda r: ends.append(r.text))
+    assert reply.text == OWN_REPLY and "".join(shown) == OWN_REPLY
+    assert ends == [OWN_REPLY]     # the echo's call never reached the caller
+    first, again = backend.systems
+    assert "Ann grows roses" in first and "[memory context]" not in again
+    (turn,) = stores[0].read(types=["AssistantTurn"])
+    assert turn.payload["text"] == OWN_REPLY
+    # the start block stays for the next message
+    assert "Ann grows roses" in session.messages()[0]["content"]
+
+
+class EchoesWithAnyMemory(ScriptedBackend):
+    """Repeats the message whenever the prompt holds memory: the start block or a note."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[list[dict]] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        self.requests.append(messages)
+        said = str(messages[-1]["content"]).split("\n\n")[-1]
+        memory = any("[memory" in str(m["content"]) for m in messages)
+        return said if memory and said != "Hello!" else OWN_REPLY
+
+
+def test_the_second_asking_keeps_the_notes_and_is_the_last(home: Home, stores: Stores) -> None:
+    """Asked again, the model reads the message's note still; an echo then is shown as it
+    is: one more call at most, never a loop."""
+    log, store = stores
+    seed(log)
+    store.catch_up_all()
+    backend = EchoesWithAnyMemory()
+    session = started(ChatSession(home, log, store, backend, Config(), tools=False))
+    session.send("Hello!")        # a first message's note is capped: none here
+    backend.requests.clear()
+    shown: list[str] = []
+    message = "What do I like about my garden and my violin these days?"
+    reply = session.send(message, on_token=shown.append)
+    assert reply.text == message == "".join(shown) and session.echoes == 1
+    first, again = backend.requests
+    assert "[memory context]" in first[0]["content"]
+    assert "[memory context]" not in again[0]["content"]
+    assert "[memory note]" in first[-1]["content"] == again[-1]["content"]
+    assert "[memory context]" in session.messages()[0]["content"]   # back for the next
+
+
+def test_an_echo_through_the_terminal_filter_prints_only_the_reply(
+        home: Home, stores: Stores) -> None:
+    """The chat's terminal side (cli/chat.py) gets the pieces through its tool-call filter."""
+    printed: list[str] = []
+    shown = ToolCallFilter(printed.append)
+    session = session_on(home, stores, EchoesWithStartBlock())
+    session.send(MESSAGE, on_token=shown.token, on_reply_end=shown.reply_end)
+    assert "".join(printed) == OWN_REPLY
+
+
+def test_a_reply_that_parts_from_the_message_streams_once(home: Home, stores: Stores) -> None:
+    backend = EchoesWithStartBlock(echo="Thanks for the support! Your garden sounds lovely.")
+    session = session_on(home, stores, backend)
+    shown: list[str] = []
+    reply = session.send(MESSAGE, on_token=shown.append)
+    assert reply.text == "Thanks for the support! Your garden sounds lovely."
+    assert "".join(shown) == reply.text and len(backend.systems) == 1
+    assert len(shown) > 1          # streamed piece by piece, not held to the end
+
+
+def test_without_a_start_block_an_echo_is_left_as_it_is(home: Home, stores: Stores) -> None:
+    backend = EchoesWithStartBlock()
+    backend.echo = OWN_REPLY
+    session = session_on(home, stores, backend, inject_on_start=False)
+    assert session.memory_block == ""
+    reply = session.send(OWN_REPLY)          # the model says it back: nothing to ask again
+    assert reply.text == OWN_REPLY and len(backend.systems) == 1
+
+
+def test_echoes_compares_the_openings() -> None:
+    assert echoes("  thanks for the support with the garden party, you…", MESSAGE)
+    assert not echoes("Thanks for the support!", MESSAGE)
+    assert echoes("Hi Ann!", "hi ann!") and not echoes("Hi Ann! How are you?", "Hi Ann!")
+    assert not echoes("", "") and not echoes("anything", "   ")
+
+
+def test_the_guard_holds_only_what_could_still_be_an_echo() -> None:
+    shown: list[str] = []
+    guard = EchoGuard(MESSAGE, shown.append)
+    for piece in ("Thanks ", "for ", "the "):
+        guard.token(piece)
+    assert shown == []                        # so far the message's own words
+    guard.token("roses!")                     # parts from it: everything shows
+    assert "".join(shown) == "Thanks for the roses!"
+    guard.end(ChatReply("Thanks for the roses!", ChatStats(None, None, 0, None)))
+    assert not guard.echoed
+    shown.clear()
+    guard = EchoGuard(MESSAGE, shown.append)
+    for piece in MESSAGE.split(" "):
+        guard.token(piece + " ")
+    guard.end(ChatReply(MESSAGE, ChatStats(None, None, 0, None)))
+    assert guard.echoed and shown == []
+    shown.clear()
+    guard = EchoGuard("Hi Ann!", shown.append)      # a short message: only itself echoes it
+    for piece in ("Hi ", "Ann! ", "How "):
+        guard.token(piece)
+    assert shown == ["Hi Ann! How "]                 # parted from it: shown, not held to the end
+    guard.token("are you?")
+    assert shown[-1] == "are you?"
+    thirty = "Tell me about the garden party"               # as long as an opening
+    shown.clear()
+    guard = EchoGuard(thirty, shown.append)
+    for piece in (thirty, " please!"):
+        guard.token(piece)
+    guard.end(ChatReply(thirty + " please!", ChatStats(None, None, 0, None)))
+    assert len(thirty) == 30 and guard.echoed and shown == []
