@@ -43,8 +43,7 @@ def session_on(home: Home, stores: Stores, backend: ScriptedBackend,
     session = ChatSession(home, log, store, backend,
                           Config(memory=MemoryConfig(**memory)),  # type: ignore[arg-type]
                           tools=False)
-    session.start()
-    return session
+    return started(session)
 
 
 def test_an_echo_is_never_shown_and_asked_again_without_the_start_block(
@@ -62,8 +61,12 @@ def test_an_echo_is_never_shown_and_asked_again_without_the_start_block(
     assert "Ann grows roses" in first and "[memory context]" not in again
     (turn,) = stores[0].read(types=["AssistantTurn"])
     assert turn.payload["text"] == OWN_REPLY
-    # the start block stays for the next message
+    # the start block stays for the next message, and is read ahead again for it: the
+    # second asking left the server's prompt cache without it
     assert "Ann grows roses" in session.messages()[0]["content"]
+    assert session.warming is not None
+    session.warming.join(5)
+    assert backend.warmed[-1] == session.messages() and len(backend.warmed) == 2
 
 
 class EchoesWithAnyMemory(ScriptedBackend):
@@ -118,6 +121,7 @@ def test_a_reply_that_parts_from_the_message_streams_once(home: Home, stores: St
     reply = session.send(MESSAGE, on_token=shown.append)
     assert reply.text == "Thanks for the support! Your garden sounds lovely."
     assert "".join(shown) == reply.text and len(backend.systems) == 1
+    assert len(backend.warmed) == 1               # read ahead at the start only
     assert len(shown) > 1          # streamed piece by piece, not held to the end
 
 

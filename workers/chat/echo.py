@@ -7,8 +7,9 @@ lines of what was said read as a transcript it goes on with (docs/experiments.md
 the session holds back a reply's first characters while they are the message's own
 (:class:`EchoGuard`), and when the reply turns out to be an echo (:func:`echoes`) it is
 never shown and the model is asked once more without the start block
-(:meth:`workers.chat.session.ChatSession._first_reply`). Every other reply streams as before: it
-parts from the message within a few characters.
+(:meth:`workers.chat.session.ChatSession._first_reply`), then the prompt is read ahead
+again (that call left the server's cache without the start block). Every other reply
+streams as before: it parts from the message within a few characters.
 """
 from __future__ import annotations
 

@@ -275,6 +275,7 @@ class ChatSession:
                                      [user_id], note.injected_tokens if note else 0,
                                      note.text if note else "",
                                      tuple(i.id for i in note.items) if note else (), text))
+        echoes = self.echoes
         try:
             reply = self._first_reply(text, on_token, on_reply_end)
             if self.tools:
@@ -286,6 +287,8 @@ class ChatSession:
                 self._reply_done(user_id, cut.partial)
             raise
         self._reply_done(user_id, reply)
+        if self.echoes > echoes:  # asked without the start block: the server's cache lost it
+            self.warm()
         if self.config.memory.rolling_summary.enabled and \
                 self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
             self.notify(f"[context ~{self.context_use():.0%} full — compressing older turns]")
