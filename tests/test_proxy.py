@@ -393,3 +393,93 @@ def test_a_compressed_stream_reaches_the_client_and_the_log_readable(
     finally:
         proxy.stop()
     assert [e.payload["text"] for e in _events(home, "AssistantTurn")] == ["Packed and sent."]
+
+
+# --- echoes ----------------------------------------------------------------------------------
+
+ECHOED = "Thanks for the help with the allotment bees, you really are the best!"
+
+
+def _with_start_block(body: dict) -> bool:
+    first = body["messages"][0]
+    return first["role"] == "system" and "[memory context]" in str(first["content"])
+
+
+def _upstream_calls(handler: type[llm_server.Handler]) -> list[list[dict]]:
+    return [s["body"]["messages"] for s in handler.seen if s["path"] == "/v1/chat/completions"]
+
+
+def _remember_something(proxy: Proxy) -> None:
+    """A conversation before, so the next one has a start block."""
+    _chat(proxy.client(), [{"role": "user",
+                            "content": "My sister Ottoline moved to Reykjavik last spring."}])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_echo_never_reaches_the_client_and_is_asked_again_without_the_start_block(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]],
+        stream: bool) -> None:
+    """Like the 0.5B model, the upstream repeats the message while the start block is in
+    the prompt; the client gets the second asking's reply, and so does the log."""
+    _, handler = upstream
+    _remember_something(proxy)
+    _upstream(handler, lambda body: ECHOED if _with_start_block(body) else REPLY)
+    handler.seen.clear()
+    assert _chat(proxy.client(), [{"role": "user", "content": ECHOED}], stream=stream) == REPLY
+    first, again = _upstream_calls(handler)
+    assert _with_start_block({"messages": first}) and not _with_start_block({"messages": again})
+    assert again[0]["content"].startswith(GENERAL)  # the chat's system message, no block
+    assert again[1:] == first[1:]                   # the message and any note as before
+    assert _turns(home)[-2:] == [(_turns(home)[-1][0], "UserTurn", ECHOED),
+                                 (_turns(home)[-1][0], "AssistantTurn", REPLY)]
+    # the next message is asked with the start block again
+    handler.seen.clear()
+    _chat(proxy.client(), [{"role": "user", "content": ECHOED},
+                           {"role": "assistant", "content": REPLY},
+                           {"role": "user", "content": "And the honey?"}], stream=stream)
+    assert [_with_start_block({"messages": m}) for m in _upstream_calls(handler)] == [True]
+
+
+def test_a_reply_that_opens_as_the_message_but_parts_from_it_is_relayed_whole_once(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]]) -> None:
+    _, handler = upstream
+    _remember_something(proxy)
+    parting = ECHOED[:20] + " is what everyone says about you"  # held, then relayed
+    _upstream(handler, lambda _: parting)
+    handler.seen.clear()
+    pieces = [c.choices[0].delta.content or "" for c in proxy.client().chat.completions.create(
+        model="fake", stream=True, messages=[{"role": "user", "content": ECHOED}])
+        if c.choices]
+    assert "".join(pieces) == parting  # the held chunks, then the rest
+    assert len(_upstream_calls(handler)) == 1
+    assert _turns(home)[-1][1:] == ("AssistantTurn", parting)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_without_a_start_block_or_when_asking_again_fails_the_echo_is_relayed(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]],
+        stream: bool) -> None:
+    _, handler = upstream
+    _upstream(handler, lambda _: ECHOED)
+    # an empty home: no start block, so nothing to ask without (the chat does the same)
+    assert _chat(proxy.client(), [{"role": "user", "content": ECHOED}], stream=stream) == ECHOED
+    assert len(_upstream_calls(handler)) == 1
+    # with a start block, but the second asking fails: the client gets the first reply
+    calls = 0
+
+    def completions(h: llm_server.Handler, body: dict) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            h.send_json(500, {"error": {"message": "busy", "type": "server_error"}})
+        elif body.get("stream"):
+            h.send_stream("text/event-stream", _chunks(ECHOED))
+        else:
+            h.send_json(200, _completion(ECHOED))
+
+    _remember_something(proxy)
+    handler.routes[("POST", "/v1/chat/completions")] = completions
+    assert _chat(proxy.client(), [{"role": "user", "content": ECHOED + " Really."}],
+                 stream=stream) == ECHOED
+    assert calls == 2
+    assert _turns(home)[-1][1:] == ("AssistantTurn", ECHOED)

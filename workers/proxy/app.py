@@ -3,8 +3,12 @@
 - ``POST /v1/chat/completions``: a request whose last message is the person's goes through
   :class:`.memory.ProxyMemory` (session, memory, the turn in the log); its body is otherwise
   sent upstream as the client wrote it. Streamed or not, the upstream's bytes reach the
-  client unchanged, while the reply's text is read off them for the log. Any other request
-  (a tool result sent back, an empty message) is passed through without memory.
+  client unchanged, while the reply's text is read off them for the log — but for a reply
+  that only repeats the message while a start block is in the prompt: the model is asked
+  once more without it, as the chat asks (:mod:`workers.chat.echo`), and the client gets
+  that reply (a stream's first chunks are held until the reply parts from the message).
+  Any other request (a tool result sent back, an empty message) is passed through without
+  memory.
 - ``GET /v1/models`` and anything else: passed through.
 - An upstream error status passes through with its body (an OpenAI-style error when the
   body is not JSON); an upstream that cannot be reached is a 502 in OpenAI's error shape. A
@@ -36,6 +40,7 @@ from starlette.routing import Route
 
 from events.logger import get_logger
 
+from ..chat.echo import EchoGuard, echoes
 from ..llm.openai import openai_delta
 from .conversations import message_text
 from .memory import Exchange, ProxyMemory, ReplyStats
@@ -146,14 +151,18 @@ class Proxy:
                                               headers=self._headers(request))
         except httpx2.TransportError as exc:
             return self._unreachable(exc)
-        text, stats = "", ReplyStats()
-        if reply.status_code == 200:
-            try:
-                delta = openai_delta(reply.json())
-                text = delta.text
-                stats = ReplyStats(delta.prompt_tokens, delta.reply_tokens, _ms(started))
-            except Exception as exc:  # not a completion: the client gets it as it is
-                logger.info("proxy.unreadable_reply", error=str(exc))
+        text, stats = _read_reply(reply, started)
+        if exchange.plain is not None and echoes(text, exchange.text):
+            # the reply only repeats the message: asked once more without the start block,
+            # as the chat asks (workers/chat/echo.py); the echo if that fails
+            logger.info("proxy.echo_asked_again", session=exchange.session.id)
+            with contextlib.suppress(httpx2.TransportError):
+                again = await self._client().post(
+                    self._url("/v1/chat/completions"),
+                    json={**body, "messages": exchange.plain}, headers=self._headers(request))
+                if again.status_code == 200 and _read_reply(again, started)[0]:
+                    reply = again
+                    text, stats = _read_reply(again, started)
         answered = time.monotonic()
         await self.on_thread(self.memory.finish, exchange, text, stats)
         response = _as_is(reply)
@@ -165,58 +174,121 @@ class Proxy:
         response.background = BackgroundTask(self.on_thread, self.memory.catch_up)
         return response
 
+    async def send_stream(self, request: Request, body: dict) -> _Upstream:
+        client = self._client()
+        reply = await client.send(client.build_request(
+            "POST", self._url("/v1/chat/completions"), json=body,
+            headers=self._headers(request)), stream=True)
+        return _Upstream(reply)
+
     async def _stream(self, request: Request, body: dict, exchange: Exchange,
                       started: float) -> Response:
-        client = self._client()
-        upstream = client.build_request("POST", self._url("/v1/chat/completions"), json=body,
-                                        headers=self._headers(request))
         try:
-            reply = await client.send(upstream, stream=True)
+            upstream = await self.send_stream(request, body)
         except httpx2.TransportError as exc:
             return self._unreachable(exc)
-        if reply.status_code != 200:
-            await reply.aread()
-            await reply.aclose()
-            return _as_is(reply)
-        reader = _StreamReader()
-        recorded = False
-
-        async def record(*, interrupted: bool) -> None:
-            nonlocal recorded
-            if not recorded:
-                recorded = True
-                await self.on_thread(
-                    self.memory.finish, exchange, reader.text,
-                    ReplyStats(reader.prompt_tokens, reader.reply_tokens, _ms(started)),
-                    interrupted=interrupted)
-
-        async def relay() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in reply.aiter_bytes():
-                    reader.feed(chunk)
-                    if reader.done:  # the reply is in the log before the client has it all
-                        await record(interrupted=False)
-                    yield chunk
-                if not reader.done:
-                    await record(interrupted=not reader.finished)
-                if not (reader.done or reader.finished):
-                    yield _error_chunk("the upstream closed the stream before the reply was "
-                                       "complete")
-            except httpx2.TransportError as exc:
-                await record(interrupted=True)
-                yield _error_chunk(f"the upstream stream broke: {type(exc).__name__}: {exc}")
-            finally:  # the client hung up, or the upstream broke: keep what came
-                await reply.aclose()
-                await record(interrupted=True)
-                await self.on_thread(self.memory.catch_up)
-
+        headers = upstream.reply.headers
+        if upstream.reply.status_code != 200:
+            await upstream.reply.aread()
+            await upstream.reply.aclose()
+            return _as_is(upstream.reply)
         # the bytes relayed are decoded (aiter_bytes): an upstream that compressed its
         # stream must not have the client decode it again
-        headers = {k: v for k, v in reply.headers.items() if k.lower() not in HOP_HEADERS
-                   and k.lower() != "content-encoding"}
-        return StreamingResponse(relay(), status_code=200, headers=headers,
-                                 media_type=reply.headers.get("content-type",
-                                                              "text/event-stream"))
+        return StreamingResponse(
+            _Relay(self, request, body, exchange, started, upstream).chunks(), status_code=200,
+            headers={k: v for k, v in headers.items() if k.lower() not in HOP_HEADERS
+                     and k.lower() != "content-encoding"},
+            media_type=headers.get("content-type", "text/event-stream"))
+
+
+class _Relay:
+    """A streamed reply relayed to the client as it comes, read for the log on its way. With
+    a start block in the prompt, its first chunks are held while the reply so far may still
+    only repeat the message (:class:`workers.chat.echo.EchoGuard`); a reply that is an echo
+    to its end is dropped and the model asked once more without the start block, as the
+    chat asks (the echo is relayed if that fails)."""
+
+    def __init__(self, proxy: Proxy, request: Request, body: dict, exchange: Exchange,
+                 started: float, upstream: _Upstream) -> None:
+        self.proxy, self.request, self.body, self.exchange = proxy, request, body, exchange
+        self.started, self.upstream = started, upstream
+        self.recorded = False
+        self.held: list[bytes] = []  # read, not yet relayed
+
+    async def record(self, *, interrupted: bool) -> None:
+        if not self.recorded:
+            self.recorded = True
+            reader = self.upstream.reader
+            await self.proxy.on_thread(
+                self.proxy.memory.finish, self.exchange, reader.text,
+                ReplyStats(reader.prompt_tokens, reader.reply_tokens, _ms(self.started)),
+                interrupted=interrupted)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            if self.exchange.plain is not None:
+                await self._hold()
+            reader = self.upstream.reader
+            if reader.done:  # the reply is in the log before the client has it all
+                await self.record(interrupted=False)
+            while self.held:
+                yield self.held.pop(0)
+            async for chunk in self.upstream.chunks:
+                reader.feed(chunk)
+                if reader.done:
+                    await self.record(interrupted=False)
+                yield chunk
+            if not reader.done:
+                await self.record(interrupted=not reader.finished)
+            if not (reader.done or reader.finished):
+                yield _error_chunk("the upstream closed the stream before the reply was "
+                                   "complete")
+        except httpx2.TransportError as exc:
+            await self.record(interrupted=True)
+            while self.held:  # what came is shown, as the chat shows it
+                yield self.held.pop(0)
+            yield _error_chunk(f"the upstream stream broke: {type(exc).__name__}: {exc}")
+        finally:  # the client hung up, or the upstream broke: keep what came
+            await self.upstream.reply.aclose()
+            await self.record(interrupted=True)
+            await self.proxy.on_thread(self.proxy.memory.catch_up)
+
+    async def _hold(self) -> None:
+        """Read into :attr:`held` while the reply may still be an echo; after an echo,
+        :attr:`upstream` is the second asking and nothing is held."""
+        text = self.exchange.text
+        guard = EchoGuard(text, None)
+        reader = self.upstream.reader
+        async for chunk in self.upstream.chunks:
+            before = len(reader.text)
+            reader.feed(chunk)
+            self.held.append(chunk)
+            guard.token(reader.text[before:])
+            if guard.streaming or reader.done:
+                break
+        if guard.streaming or not reader.finished or not echoes(reader.text, text):
+            return
+        logger.info("proxy.echo_asked_again", session=self.exchange.session.id)
+        try:
+            again = await self.proxy.send_stream(
+                self.request, {**self.body, "messages": self.exchange.plain})
+        except httpx2.TransportError:
+            return
+        if again.reply.status_code != 200:
+            await again.reply.aclose()
+            return
+        await self.upstream.reply.aclose()
+        self.upstream, self.held = again, []
+
+
+class _Upstream:
+    """A streamed reply on its way: the response, its chunks (one iterator, so reading can
+    pause and go on) and what has been read off them."""
+
+    def __init__(self, reply: httpx2.Response) -> None:
+        self.reply = reply
+        self.chunks = reply.aiter_bytes()
+        self.reader = _StreamReader()
 
 
 class _StreamReader:
@@ -249,6 +321,19 @@ class _StreamReader:
             self.prompt_tokens = delta.prompt_tokens or self.prompt_tokens
             self.reply_tokens = delta.reply_tokens or self.reply_tokens
             self.finished = self.finished or delta.finished
+
+
+def _read_reply(reply: httpx2.Response, started: float) -> tuple[str, ReplyStats]:
+    """A non-streamed reply's text and counts ("" when it is not a completion: the client
+    gets it as it is)."""
+    if reply.status_code != 200:
+        return "", ReplyStats()
+    try:
+        delta = openai_delta(reply.json())
+    except Exception as exc:
+        logger.info("proxy.unreadable_reply", error=str(exc))
+        return "", ReplyStats()
+    return delta.text, ReplyStats(delta.prompt_tokens, delta.reply_tokens, _ms(started))
 
 
 def _request_problem(body: Any) -> str | None:

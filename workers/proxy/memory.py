@@ -73,6 +73,9 @@ class Exchange:
     model: str
     messages: list[dict]
     user_turn: str  # the UserTurn's event id
+    # the same without the start block, to ask again when a reply only echoes ``text``
+    # (:mod:`workers.chat.echo`); None when there is no start block
+    plain: list[dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,8 +148,11 @@ class ProxyMemory:
             session.notes.pop(number, None)
         user_turn = log.append(UserTurn(session=session.id, text=text, name="user"),
                                stream=session.id).id
+        plain = None
+        if session.start is not None and session.start.text:
+            plain = self._upstream_messages(session, messages, model, start=False)
         return Exchange(session, earlier, text, model,
-                        self._upstream_messages(session, messages, model), user_turn)
+                        self._upstream_messages(session, messages, model), user_turn, plain)
 
     def finish(self, exchange: Exchange, reply: str, stats: ReplyStats | None = None, *,
                interrupted: bool = False) -> None:
@@ -277,18 +283,19 @@ class ProxyMemory:
         return note
 
     def _upstream_messages(self, session: ProxySession, messages: list[dict],
-                           model: str) -> list[dict]:
+                           model: str, *, start: bool = True) -> list[dict]:
         """The client's messages with memory: the start block at the end of the system
         message (a system message of the chat's, for ``model``, when the client sent none),
-        each user message's note before its text."""
+        each user message's note before its text. ``start`` False: without the start block,
+        as the chat asks again after an echo (the chat's system message kept)."""
         out = copy.deepcopy(messages)
-        block = session.start.text if session.start else ""
-        if block:
-            if out and out[0].get("role") == "system":
-                out[0]["content"] = _with_text(out[0].get("content"), block, after=True)
-            else:
-                out.insert(0, {"role": "system",
-                               "content": system_prompt(block, today=session.today, model=model)})
+        block = session.start.text if session.start and start else ""
+        own = bool(out) and out[0].get("role") == "system"
+        if block and own:
+            out[0]["content"] = _with_text(out[0].get("content"), block, after=True)
+        elif not own and (block or not start):
+            out.insert(0, {"role": "system",
+                           "content": system_prompt(block, today=session.today, model=model)})
         number = 0
         for message in out:
             if message.get("role") != "user":
