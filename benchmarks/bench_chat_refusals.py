@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import random
 import re
 import shutil
@@ -50,7 +49,6 @@ from bench_chat_session import open_chat  # noqa: E402
 from bench_mining import free_port, start_server  # noqa: E402
 
 from events import Home  # noqa: E402
-from events.logger import configure  # noqa: E402
 from workers.chat import session as chat_session  # noqa: E402
 from workers.chat.echo import echoes, opening  # noqa: E402
 from workers.eval.dataset import Conversation  # noqa: E402
@@ -149,7 +147,6 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print every message and reply")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
-    configure(level=logging.WARNING, json_lines=False)  # stdout is the table or the JSON
     temperature = None if args.temperature == "server" else float(args.temperature)
     if args.system_prompt:
         chat_session.instruction = lambda _model: args.system_prompt

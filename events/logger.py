@@ -5,7 +5,8 @@ share of a one-shot command such as ``diarist recall``. :func:`get_logger` retur
 :class:`Logger` with structlog's calling convention (``log.info("event", key=value)``) that
 imports and configures structlog only when a message passes the level set by
 :func:`configure` — with the CLI's default (warnings), an info message costs a comparison.
-Until :func:`configure` runs (library use), every message goes to structlog's defaults.
+Until :func:`configure` runs (library use: scripts, benchmarks), warnings and above go to
+stderr, human-readable — never stdout, which such a script keeps for its own output.
 
 ``configure(redact=...)`` (the CLI passes :func:`projections.secrets.scrub`) masks secrets in
 every log line: in each field's text before it is rendered, and in the rendered line itself
@@ -22,14 +23,14 @@ from typing import Any
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR, "critical": logging.CRITICAL}
 Redact = Callable[[str], str]
-_settings: dict[str, Any] = {"level": logging.NOTSET, "json": False, "configured": False,
-                             "ready": False, "redact": None}
+_settings: dict[str, Any] = {"level": logging.WARNING, "json": False, "ready": False,
+                             "redact": None}
 
 
 def configure(*, level: int, json_lines: bool, redact: Redact | None = None) -> None:
     """Show messages at ``level`` and above on stderr: human-readable, or JSON lines, with
     ``redact`` applied to every field and to every rendered line."""
-    _settings.update(level=level, json=json_lines, configured=True, ready=False, redact=redact)
+    _settings.update(level=level, json=json_lines, ready=False, redact=redact)
 
 
 def redact_text(text: str) -> str:
@@ -54,7 +55,7 @@ def _redacting(renderer: Any) -> Any:
 def _ready() -> Any:
     import structlog
 
-    if _settings["configured"] and not _settings["ready"]:
+    if not _settings["ready"]:
         json_lines = _settings["json"]
         renderer: Any
         if json_lines:

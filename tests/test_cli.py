@@ -152,6 +152,19 @@ def test_structlog_is_imported_only_when_a_message_is_shown() -> None:
     assert loud.stdout.strip().endswith("True") and "import.done" in loud.stderr
 
 
+def test_a_script_using_the_library_logs_warnings_to_stderr_only() -> None:
+    """Library use without the CLI (a benchmark, a script): its stdout stays its own output;
+    warnings and above reach stderr, information does not."""
+    probe = ("from events.logger import get_logger\n"
+             "log = get_logger('diarist.script')\n"
+             "log.info('script.detail', n=1)\n"
+             "log.warning('script.trouble', n=2)\n"
+             "print('the table')")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.stdout == "the table\n", run.stdout
+    assert "script.trouble" in run.stderr and "script.detail" not in run.stderr
+
+
 def test_recall_imports_only_what_it_runs() -> None:
     """A one-shot `diarist recall` imports its own command's module only: not the chat, the
     model server, eval, the night's commands or the worker, nor PyYAML when the home has
