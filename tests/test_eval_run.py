@@ -94,9 +94,14 @@ def test_lexical_only_run_on_the_layout_fixture(tmp_path: Path) -> None:
     # the baseline in the same run: BM25 over single turns
     assert first["systems"]["bm25"]["top10"] is not None
     # a second run on the kept homes imports nothing again and gives the same figures
+    transcript = homes / "chat-a" / "transcript.jsonl"
+    before = transcript.stat().st_ino
     again = json.loads(run("eval", str(FIXTURES / "layout"), "--json",
                            "--keep-homes", str(homes)).output)
     assert again["questions"] == report["questions"]
+    # its transcript was replaced whole, not rewritten in place where a run at the same
+    # time could read it half-written
+    assert transcript.stat().st_ino != before
 
 
 def test_the_table_shows_every_figure_beside_the_baseline() -> None:

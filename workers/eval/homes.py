@@ -15,6 +15,7 @@ from pathlib import Path
 from events import EventLog, Home
 from events.transcript import import_file
 from projections.embedding import BASE_MODEL, model_files, model_id
+from projections.files import write_file
 
 from ..models.embedding import DEFAULT_VARIANT
 from ..sync.catch_up import sync
@@ -57,10 +58,11 @@ def build_home(root: Path, conversation: Conversation, *, embed: bool,
                models: Path | None) -> BuiltHome:
     """``root/<conversation>``: import its transcript and sync (embedding unless ``embed`` is
     False). An existing home is reused: the import appends nothing twice, the sync only
-    what is new."""
+    what is new; the transcript file is replaced whole, so a second run building the same
+    homes at once never reads it half-written."""
     home = Home(root / safe_file_stem(conversation.id)).ensure()
     transcript = home.root / "transcript.jsonl"
-    transcript.write_text("".join(conversation.transcript_lines()), encoding="utf-8")
+    write_file(transcript, "".join(conversation.transcript_lines()))
     with EventLog(home.events_db) as log:
         imported = import_file(log, transcript).appended
     if embed and models is not None:
