@@ -17,8 +17,8 @@ server's own, what `diarist chat` uses by default). A reply counts as a refusal 
 it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins as
 the message does (:func:`workers.chat.echo.echoes`: the first 30 characters), a repeat when
 it begins as an earlier reply of its session does; the figures are how many of each, per
-source, and how many replies the chat held back as echoes and asked again (the reply
-counted is the second). ``--no-memory``
+source, and how many replies the chat held back and asked again as echoes or as repeats
+(the reply counted is the second). ``--no-memory``
 runs the same sessions without memory (no start block, no notes); ``--night`` after the
 default night over the imported half (MEMORY.md heads the start block; keep those homes in
 another ``--homes`` directory).
@@ -79,10 +79,10 @@ def halves(conversation: Conversation, messages: int) -> tuple[Conversation, lis
 
 
 def chat(built: Path, work: Path, url: str, messages: list[str], temperature: float | None,
-         memory: bool) -> tuple[list[str], int]:
+         memory: bool) -> tuple[list[str], int, int]:
     """The replies of one chat session on a copy of the ``built`` home, sent ``messages``
-    one after another, and how many of its replies repeated a message and were asked again
-    (``ChatSession.echoes``)."""
+    one after another, and how many of its replies were held back and asked again as echoes
+    and as repeats (``ChatSession.echoes``, ``ChatSession.repeats``)."""
     shutil.copytree(built, work)
     home = Home(work)
     backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS,
@@ -92,7 +92,7 @@ def chat(built: Path, work: Path, url: str, messages: list[str], temperature: fl
         for text in messages:
             replies.append(session.send(text).text)
         session.end()
-    return replies, session.echoes
+    return replies, session.echoes, session.repeats
 
 
 def run(root: Path, homes: Path, url: str, messages: int, show: bool,
@@ -101,7 +101,7 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
     results: dict[str, dict] = {}
     models: Path | None = None
     for source, path in SOURCES.items():
-        rows, asked_again = [], 0
+        rows, asked_again, repeats_asked_again = [], 0, 0
         for conversation in load_dataset(path).conversations[:PER_SOURCE]:
             imported, sent = halves(conversation, messages)
             built = build_home(homes / source, imported, embed=True, models=models)
@@ -109,8 +109,10 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
             if night:
                 night_over(built.home)
             work = root / source / built.home.root.name
-            replies, again = chat(built.home.root, work, url, sent, temperature, memory)
+            replies, again, repeats = chat(built.home.root, work, url, sent, temperature,
+                                           memory)
             asked_again += again
+            repeats_asked_again += repeats
             for i, (text, reply) in enumerate(zip(sent, replies, strict=True)):
                 refused = bool(REFUSAL.search(reply))
                 echoed = echoes(reply, text)
@@ -126,7 +128,8 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
         results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
                            "echoed": sum(r["echoed"] for r in rows),
                            "repeated": sum(r["repeated"] for r in rows),
-                           "asked_again": asked_again, "rows": rows}
+                           "asked_again": asked_again,
+                           "repeats_asked_again": repeats_asked_again, "rows": rows}
     return results
 
 
@@ -175,11 +178,12 @@ def main() -> None:
           f"window, tools off, temperature {args.temperature}",
           "— without memory" if args.no_memory else "",
           "— after the night" if args.night else "")
-    print("| source | messages | refused | echoed | repeated | echoes asked again |")
+    print("| source | messages | refused | echoed | repeated | asked again: echoes, repeats |")
     print("|---|---|---|---|---|---|")
     for source, result in results.items():
         print(f"| {source} | {result['messages']} | {result['refused']} | "
-              f"{result['echoed']} | {result['repeated']} | {result['asked_again']} |")
+              f"{result['echoed']} | {result['repeated']} | {result['asked_again']}, "
+              f"{result['repeats_asked_again']} |")
 
 
 if __name__ == "__main__":

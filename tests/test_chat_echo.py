@@ -171,3 +171,83 @@ def test_the_guard_holds_only_what_could_still_be_an_echo() -> None:
         guard.token(piece)
     guard.end(ChatReply(thirty + " please!", ChatStats(None, None, 0, None)))
     assert len(thirty) == 30 and guard.echoed and shown == []
+
+
+# --- repeats: a reply that says an earlier reply of the session again ---------------------------
+
+class RepeatsItself(ScriptedBackend):
+    """Like the 0.5B model once a session locks in: gives the last reply in the prompt again
+    when there is one, else a reply of its own to the message."""
+
+    def __init__(self, fresh: str = "A fresh reply about {}") -> None:
+        super().__init__()
+        self.fresh = fresh
+        self.requests: list[list[dict]] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        self.requests.append(messages)
+        replies = [str(m["content"]) for m in messages if m["role"] == "assistant"]
+        said = str(messages[-1]["content"]).split("\n\n")[-1]
+        return replies[-1] if replies else self.fresh.format(said.lower().rstrip("?!."))
+
+
+def test_a_repeat_is_never_shown_and_asked_again_without_the_earlier_exchanges(
+        home: Home, stores: Stores) -> None:
+    backend = RepeatsItself()
+    session = session_on(home, stores, backend)
+    first = session.send("How are the roses doing this spring?").text
+    assert first == "A fresh reply about how are the roses doing this spring"
+    backend.requests.clear()
+    shown: list[str] = []
+    ends: list[str] = []
+    reply = session.send("And the tulips?", on_token=shown.append,
+                         on_reply_end=lambda r: ends.append(r.text))
+    assert reply.text == "A fresh reply about and the tulips"
+    assert "".join(shown) == reply.text and ends == [reply.text]  # the repeat never shown
+    assert session.repeats == 1 and session.echoes == 0
+    repeated, again = backend.requests
+    assert [m["role"] for m in repeated] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in again] == ["system", "user"]   # the earlier exchange left out
+    assert again[0] == repeated[0] and again[-1] == repeated[-1]  # start block, note kept
+    turns = [e.payload["text"] for e in stores[0].read(types=["AssistantTurn"])]
+    assert turns == [first, reply.text]
+    # the history is whole again for the next message, and read ahead again for it
+    assert [m["role"] for m in session.messages()] == ["system", "user", "assistant",
+                                                       "user", "assistant"]
+    assert session.warming is not None
+    session.warming.join(5)
+    assert backend.warmed[-1] == session.messages() and len(backend.warmed) == 2
+
+
+def test_a_short_reply_may_come_again(home: Home, stores: Stores) -> None:
+    """"You're welcome!" twice is no lock-in: only a reply of 30 characters or more is
+    taken for a repeat."""
+    backend = RepeatsItself(fresh="You're welcome!")
+    session = session_on(home, stores, backend)
+    session.send("Thanks for the tip about mulch!")
+    backend.requests.clear()
+    assert session.send("Thanks again!").text == "You're welcome!"
+    assert len(backend.requests) == 1 and session.repeats == 0
+
+
+def test_a_repeat_asked_again_is_shown_whatever_it_says(home: Home, stores: Stores) -> None:
+    """One asking more, never a loop: a model that repeats whatever it is asked is shown."""
+    backend = RepeatsItself(fresh="Roses like a sunny spot and deep watering.")
+    session = session_on(home, stores, backend)
+    session.send("Where should the roses go?")
+    backend.requests.clear()
+    reply = session.send("And how often should I water them?")
+    assert reply.text == "Roses like a sunny spot and deep watering."
+    assert len(backend.requests) == 2 and session.repeats == 1
+
+
+def test_copies_are_told_by_the_guard() -> None:
+    reply = ChatReply("Roses like a sunny spot and deep watering.", ChatStats(None, None, 0, None))
+    guard = EchoGuard("Where now?", None, ["Roses like a sunny spot and deep watering, mostly."])
+    for piece in ("Roses like a ", "sunny spot and deep watering."):
+        guard.token(piece)
+    guard.end(reply)
+    assert guard.repeated and not guard.echoed and guard.copied
+    parting = EchoGuard("Where now?", None, [reply.text])
+    parting.token("Roses need sun.")
+    assert parting.streaming and parting.held == ""   # parted: shown at once

@@ -483,3 +483,34 @@ def test_without_a_start_block_or_when_asking_again_fails_the_echo_is_relayed(
                  stream=stream) == ECHOED
     assert calls == 2
     assert _turns(home)[-1][1:] == ("AssistantTurn", ECHOED)
+
+
+def _repeats_itself(body: dict) -> str:
+    """Like the 0.5B model once a session locks in: the last reply in the prompt again."""
+    replies = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
+    said = str(body["messages"][-1]["content"]).split("\n\n")[-1]
+    return replies[-1] if replies else f"A fresh reply about {said.lower().rstrip('?!.')}"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_repeat_of_an_earlier_reply_is_asked_again_without_the_earlier_messages(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]],
+        stream: bool) -> None:
+    _, handler = upstream
+    _remember_something(proxy)
+    _upstream(handler, _repeats_itself)
+    first = [{"role": "system", "content": "You are terse."},
+             {"role": "user", "content": "How are the bees this spring?"}]
+    earlier = _chat(proxy.client(), first, stream=stream)
+    assert earlier == "A fresh reply about how are the bees this spring"
+    handler.seen.clear()
+    reply = _chat(proxy.client(), [*first, {"role": "assistant", "content": earlier},
+                                   {"role": "user", "content": "And the honey?"}],
+                  stream=stream)
+    assert reply == "A fresh reply about and the honey"
+    repeated, again = _upstream_calls(handler)
+    assert [m["role"] for m in repeated] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in again] == ["system", "user"]
+    assert again[0] == repeated[0] and again[0]["content"].startswith("You are terse.")
+    assert again[1] == repeated[-1]                     # the message and its note
+    assert _turns(home)[-1][1:] == ("AssistantTurn", reply)

@@ -129,7 +129,9 @@ class ChatSession:
         self.warming: threading.Thread | None = None
         self.turns = 0
         self.compressions = 0
-        self.echoes = 0   # replies that repeated the message, asked again (:meth:`_first_reply`)
+        # replies asked again (:meth:`_first_reply`): repeating the message, an earlier reply
+        self.echoes = 0
+        self.repeats = 0
         # (user event id, assistant event id) of the last exchange: the shadow journal's input
         self.last_turn: tuple[str, str] | None = None
         self.tools = tools
@@ -245,15 +247,17 @@ class ChatSession:
             self.inject_start()
         self.warm()
 
-    def messages(self, *, tools: bool = True, start: bool = True) -> list[dict]:
+    def messages(self, *, tools: bool = True, start: bool = True,
+                 leave_out: frozenset[int] = frozenset()) -> list[dict]:
         """The system prompt (with the tool prompt unless ``tools`` is False, the start block
-        unless ``start`` is) + history."""
+        unless ``start`` is) + history (but for the messages numbered in ``leave_out``)."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
         system = system_prompt(self.memory_block if start else "",
                                tool_prompt if self.tools and tools else "",
                                self.today, self.backend.model)
         return [{"role": "system", "content": system}] + [
-            {"role": m.role, "content": m.content} for m in self.history]
+            {"role": m.role, "content": m.content} for i, m in enumerate(self.history)
+            if i not in leave_out]
 
     def history_tokens(self) -> int:
         return sum(estimate(m["content"]) for m in self.messages())
@@ -275,7 +279,7 @@ class ChatSession:
                                      [user_id], note.injected_tokens if note else 0,
                                      note.text if note else "",
                                      tuple(i.id for i in note.items) if note else (), text))
-        echoes = self.echoes
+        asked = self.echoes + self.repeats
         try:
             reply = self._first_reply(text, on_token, on_reply_end)
             if self.tools:
@@ -287,7 +291,7 @@ class ChatSession:
                 self._reply_done(user_id, cut.partial)
             raise
         self._reply_done(user_id, reply)
-        if self.echoes > echoes:  # asked without the start block: the server's cache lost it
+        if self.echoes + self.repeats > asked:  # asked with less: the server's cache lost it
             self.warm()
         if self.config.memory.rolling_summary.enabled and \
                 self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
@@ -297,16 +301,19 @@ class ChatSession:
 
     def _first_reply(self, text: str, on_token: Callable[[str], None] | None,
                      on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:
-        """The turn's first model call. With a start block in the prompt, a reply that
-        repeats ``text`` (:mod:`.echo`) is held back, never shown, and the model is asked
-        once more without the start block, the notes kept."""
-        if not self.memory_block:
+        """The turn's first model call. A reply that only repeats ``text`` while the start
+        block is in the prompt, or repeats an earlier reply of the session (:mod:`.echo`),
+        is held back, never shown, and the model is asked once more: after an echo without
+        the start block (the notes kept), after a repeat without the earlier exchanges (the
+        start block and the message's note kept: as a session's first message)."""
+        earlier = [m.content for m in self.history if m.role == "assistant"]
+        if not self.memory_block and not earlier:
             return self._chat([], on_token, on_reply_end)
-        guard = EchoGuard(text, on_token)
+        guard = EchoGuard(text if self.memory_block else "", on_token, earlier)
 
         def ended(reply: ChatReply) -> None:
             guard.end(reply)
-            if not guard.echoed and on_reply_end is not None:
+            if not guard.copied and on_reply_end is not None:
                 on_reply_end(reply)
 
         try:
@@ -314,11 +321,16 @@ class ChatSession:
         except ReplyCutOff:
             guard.flush()  # what arrived is kept as the reply: show it
             raise
-        if not guard.echoed:
+        if guard.echoed:
+            self.echoes += 1
+            logger.info("chat.echo_asked_again", session=self.id)
+            return self._chat([], on_token, on_reply_end, start=False)
+        if guard.repeated is None:
             return reply
-        self.echoes += 1
-        logger.info("chat.echo_asked_again", session=self.id)
-        return self._chat([], on_token, on_reply_end, start=False)
+        self.repeats += 1
+        logger.info("chat.repeat_asked_again", session=self.id)
+        return self._chat([], on_token, on_reply_end,
+                          leave_out=frozenset(range(len(self.history) - 1)))
 
     def _reply_done(self, user_id: str, reply: ChatReply) -> None:
         """Record the reply as ``AssistantTurn`` (with its stats) and add it to the history."""
@@ -333,14 +345,15 @@ class ChatSession:
 
     def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
               on_reply_end: Callable[[ChatReply], None] | None = None, *,
-              final: bool = False, plain: bool = False, start: bool = True) -> ChatReply:
+              final: bool = False, plain: bool = False, start: bool = True,
+              leave_out: frozenset[int] = frozenset()) -> ChatReply:
         """One model call on the history plus ``extra`` (this turn's structured tool
         messages): compress and retry once on overflow; drop native tools if refused.
         ``final``: the answer must not be another tool call (``tool_choice: none``);
         ``plain``: no tools offered or described at all; ``start``: the start block in
-        the system prompt."""
+        the system prompt; ``leave_out``: history messages left out of this call."""
         def call() -> ChatReply:
-            messages = self.messages(tools=not plain, start=start) + extra
+            messages = self.messages(tools=not plain, start=start, leave_out=leave_out) + extra
             if plain or not self._native_tools:
                 return self.backend.chat(messages, on_token=on_token)
             try:

@@ -40,7 +40,8 @@ from starlette.routing import Route
 
 from events.logger import get_logger
 
-from ..chat.echo import EchoGuard, echoes
+from ..chat.echo import EchoGuard
+from ..llm import ChatReply, ChatStats
 from ..llm.openai import openai_delta
 from .conversations import message_text
 from .memory import Exchange, ProxyMemory, ReplyStats
@@ -152,14 +153,14 @@ class Proxy:
         except httpx2.TransportError as exc:
             return self._unreachable(exc)
         text, stats = _read_reply(reply, started)
-        if exchange.plain is not None and echoes(text, exchange.text):
-            # the reply only repeats the message: asked once more without the start block,
-            # as the chat asks (workers/chat/echo.py); the echo if that fails
-            logger.info("proxy.echo_asked_again", session=exchange.session.id)
+        again_with = _ask_again_with(exchange, text)
+        if again_with is not None:
+            # the reply only copies the message or an earlier reply: asked once more, as the
+            # chat asks (workers/chat/echo.py); the copy if that fails
             with contextlib.suppress(httpx2.TransportError):
                 again = await self._client().post(
                     self._url("/v1/chat/completions"),
-                    json={**body, "messages": exchange.plain}, headers=self._headers(request))
+                    json={**body, "messages": again_with}, headers=self._headers(request))
                 if again.status_code == 200 and _read_reply(again, started)[0]:
                     reply = again
                     text, stats = _read_reply(again, started)
@@ -226,7 +227,7 @@ class _Relay:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:
-            if self.exchange.plain is not None:
+            if self.exchange.plain is not None or self.exchange.replies:
                 await self._hold()
             reader = self.upstream.reader
             if reader.done:  # the reply is in the log before the client has it all
@@ -256,8 +257,9 @@ class _Relay:
     async def _hold(self) -> None:
         """Read into :attr:`held` while the reply may still be an echo; after an echo,
         :attr:`upstream` is the second asking and nothing is held."""
-        text = self.exchange.text
-        guard = EchoGuard(text, None)
+        exchange = self.exchange
+        guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
+                          exchange.replies)
         reader = self.upstream.reader
         async for chunk in self.upstream.chunks:
             before = len(reader.text)
@@ -266,12 +268,13 @@ class _Relay:
             guard.token(reader.text[before:])
             if guard.streaming or reader.done:
                 break
-        if guard.streaming or not reader.finished or not echoes(reader.text, text):
+        again_with = None if guard.streaming or not reader.finished else \
+            _ask_again_with(exchange, reader.text)
+        if again_with is None:
             return
-        logger.info("proxy.echo_asked_again", session=self.exchange.session.id)
         try:
-            again = await self.proxy.send_stream(
-                self.request, {**self.body, "messages": self.exchange.plain})
+            again = await self.proxy.send_stream(self.request,
+                                                 {**self.body, "messages": again_with})
         except httpx2.TransportError:
             return
         if again.reply.status_code != 200:
@@ -321,6 +324,23 @@ class _StreamReader:
             self.prompt_tokens = delta.prompt_tokens or self.prompt_tokens
             self.reply_tokens = delta.reply_tokens or self.reply_tokens
             self.finished = self.finished or delta.finished
+
+
+def _ask_again_with(exchange: Exchange, reply: str) -> list[dict] | None:
+    """The messages to ask again with when ``reply`` only copies what the prompt holds, as
+    the chat asks again (:meth:`workers.chat.session.ChatSession._first_reply`): an echo of
+    the message while a start block is in the prompt without that block; a repeat of an
+    earlier reply without the earlier messages. None when the reply is no copy."""
+    guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
+                      exchange.replies)
+    guard.end(ChatReply(reply, ChatStats(None, None, 0, None)))
+    if guard.echoed:
+        logger.info("proxy.echo_asked_again", session=exchange.session.id)
+        return exchange.plain
+    if guard.repeated is not None:
+        logger.info("proxy.repeat_asked_again", session=exchange.session.id)
+        return exchange.fresh
+    return None
 
 
 def _read_reply(reply: httpx2.Response, started: float) -> tuple[str, ReplyStats]:

@@ -76,6 +76,10 @@ class Exchange:
     # the same without the start block, to ask again when a reply only echoes ``text``
     # (:mod:`workers.chat.echo`); None when there is no start block
     plain: list[dict] | None = None
+    # the earlier replies, and the messages to ask again with when a reply repeats one:
+    # the system message, and the new message with its note
+    replies: tuple[str, ...] = ()
+    fresh: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,11 @@ class ProxyMemory:
         plain = None
         if session.start is not None and session.start.text:
             plain = self._upstream_messages(session, messages, model, start=False)
-        return Exchange(session, earlier, text, model,
-                        self._upstream_messages(session, messages, model), user_turn, plain)
+        upstream = self._upstream_messages(session, messages, model)
+        fresh = [m for m in upstream[:-1] if m.get("role") == "system"] + upstream[-1:]
+        return Exchange(session, earlier, text, model, upstream, user_turn, plain,
+                        tuple(message_text(m.get("content")) for m in messages[:-1]
+                              if m.get("role") == "assistant"), fresh)
 
     def finish(self, exchange: Exchange, reply: str, stats: ReplyStats | None = None, *,
                interrupted: bool = False) -> None:
