@@ -1,9 +1,12 @@
-"""A reply that repeats the person's message: never shown, asked again without the start block.
+"""A reply that repeats the person's message (never shown, asked again without the start
+block) or an earlier reply (asked again without the earlier exchanges).
 
-The backend below is the scripted one (the same SSE parser and streaming loop as the HTTP
-backends) with one change: like the 0.5B model, it echoes the message when the system prompt
-holds the start block, and replies otherwise."""
+The backends below are the scripted one (the same SSE parser and streaming loop as the HTTP
+backends) with one change each: like the 0.5B model, one echoes the message when the system
+prompt holds the start block, another gives the last reply in the prompt again."""
 from __future__ import annotations
+
+import json
 
 from cli.chat import ToolCallFilter
 from events import Home
@@ -251,3 +254,31 @@ def test_copies_are_told_by_the_guard() -> None:
     parting = EchoGuard("Where now?", None, [reply.text])
     parting.token("Roses need sun.")
     assert parting.streaming and parting.held == ""   # parted: shown at once
+
+
+class SearchesFirst(ScriptedBackend):
+    """Calls memory_search (as text) for every message, then answers from the result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[list[dict]] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        self.requests.append(messages)
+        last = str(messages[-1]["content"])
+        if last.startswith("[tool result"):
+            return f"From your notes, reply number {len(self.requests)} is this one."
+        said = last.split("\n\n")[-1]
+        return json.dumps({"name": "memory_search", "arguments": {"query": said}})
+
+
+def test_a_second_tool_call_is_no_repeat(home: Home, stores: Stores) -> None:
+    """A call opens as the session's earlier call did: it is run, not asked again."""
+    backend = SearchesFirst()
+    session = session_on(home, stores, backend)
+    session.tools = True
+    session.send("Where do the roses grow best in the garden?")
+    backend.requests.clear()
+    reply = session.send("And which roses did Ann plant last year?")
+    assert reply.text.startswith("From your notes")
+    assert len(backend.requests) == 2 and session.repeats == 0   # the call, then the answer

@@ -514,3 +514,18 @@ def test_a_repeat_of_an_earlier_reply_is_asked_again_without_the_earlier_message
     assert again[0] == repeated[0] and again[0]["content"].startswith("You are terse.")
     assert again[1] == repeated[-1]                     # the message and its note
     assert _turns(home)[-1][1:] == ("AssistantTurn", reply)
+
+
+def test_a_tool_call_printed_again_is_no_repeat(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]]) -> None:
+    """A client's model that prints its tool calls opens each as the last: relayed once."""
+    _, handler = upstream
+    call = '{"name": "search", "arguments": {"query": "bees and honey this spring"}}'
+    _upstream(handler, lambda _: call)
+    first = [{"role": "user", "content": "How are the bees this spring?"}]
+    assert _chat(proxy.client(), first) == call
+    handler.seen.clear()
+    again = [*first, {"role": "assistant", "content": call},
+             {"role": "user", "content": "[search result]: the bees swarmed in May."}]
+    assert _chat(proxy.client(), again, stream=True) == call
+    assert len(_upstream_calls(handler)) == 1

@@ -70,9 +70,10 @@ class EchoGuard:
             return        # still a copy's words: it may be one
         self.flush()      # parted from them all: no copy, show it from here on
 
-    def end(self, reply: ChatReply) -> None:
-        """The reply is over: a copy is dropped, anything else held is shown."""
-        if not reply.interrupted:
+    def end(self, reply: ChatReply, *, call: bool = False) -> None:
+        """The reply is over: a copy is dropped, anything else held is shown. A tool
+        ``call`` is no copy (a second search opens as the first did)."""
+        if not (reply.interrupted or call):
             self.echoed = echoes(reply.text, self.message)
             if not self.echoed:
                 self.repeated = next((text for text in self.earlier if echoes(reply.text, text)),

@@ -57,6 +57,7 @@ from .tools import (
     TOOL_SPECS,
     TOOLS_DONE,
     call_key,
+    call_shaped,
     imitates_a_call,
     parse_text_tool_calls,
     run_tool,
@@ -312,7 +313,8 @@ class ChatSession:
         guard = EchoGuard(text if self.memory_block else "", on_token, earlier)
 
         def ended(reply: ChatReply) -> None:
-            guard.end(reply)
+            guard.end(reply, call=bool(self.tools and _calls_in(reply)[1])
+                      or call_shaped(reply.text))
             if not guard.copied and on_reply_end is not None:
                 on_reply_end(reply)
 

@@ -113,13 +113,17 @@ _TEMPLATE_TAG = re.compile(r"</?(?:function[-_]?name|function|args-json-object|a
 _CALL_SHAPED = re.compile(r'^\s*(?:```[ \t]*(?:json)?\s*)?\{+\s*"(?:name|tool)"\s*:', re.I)
 
 
-def imitates_a_call(text: str) -> bool:
+def call_shaped(text: str) -> bool:
     """Whether a reply copies the chat template's tool-call tags, or opens with a call's
-    JSON, and holds no call that :func:`parse_text_tool_calls` reads: a model too small
-    for the tools, not an answer."""
+    JSON: a call printed as text, of any tool."""
     text = text or ""
-    return bool(_TEMPLATE_TAG.search(text) or _CALL_SHAPED.match(text)) \
-        and not parse_text_tool_calls(text)
+    return bool(_TEMPLATE_TAG.search(text) or _CALL_SHAPED.match(text))
+
+
+def imitates_a_call(text: str) -> bool:
+    """Whether a reply is :func:`call_shaped` and holds no call that
+    :func:`parse_text_tool_calls` reads: a model too small for the tools, not an answer."""
+    return call_shaped(text) and not parse_text_tool_calls(text)
 
 
 def parse_text_tool_calls(text: str) -> list[dict[str, Any]]:

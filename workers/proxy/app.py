@@ -41,6 +41,7 @@ from starlette.routing import Route
 from events.logger import get_logger
 
 from ..chat.echo import EchoGuard
+from ..chat.tools import call_shaped
 from ..llm import ChatReply, ChatStats
 from ..llm.openai import openai_delta
 from .conversations import message_text
@@ -333,7 +334,9 @@ def _ask_again_with(exchange: Exchange, reply: str) -> list[dict] | None:
     earlier reply without the earlier messages. None when the reply is no copy."""
     guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
                       exchange.replies)
-    guard.end(ChatReply(reply, ChatStats(None, None, 0, None)))
+    # a tool call printed as text is no copy (a second search opens as the first did)
+    guard.end(ChatReply(reply, ChatStats(None, None, 0, None)),
+              call=call_shaped(reply))
     if guard.echoed:
         logger.info("proxy.echo_asked_again", session=exchange.session.id)
         return exchange.plain
