@@ -4,9 +4,9 @@
   :class:`.memory.ProxyMemory` (session, memory, the turn in the log); its body is otherwise
   sent upstream as the client wrote it. Streamed or not, the upstream's bytes reach the
   client unchanged, while the reply's text is read off them for the log — but for a reply
-  that only repeats the message while a start block is in the prompt: the model is asked
-  once more without it, as the chat asks (:mod:`workers.chat.echo`), and the client gets
-  that reply (a stream's first chunks are held until the reply parts from the message).
+  that only repeats the message (while a start block is in the prompt) or an earlier reply:
+  the model is asked once more, as the chat asks (:mod:`workers.chat.echo`), and the client
+  gets that reply (a stream's first chunks are held until the reply parts from them).
   Any other request (a tool result sent back, an empty message) is passed through without
   memory.
 - ``GET /v1/models`` and anything else: passed through.
@@ -204,11 +204,11 @@ class Proxy:
 
 
 class _Relay:
-    """A streamed reply relayed to the client as it comes, read for the log on its way. With
-    a start block in the prompt, its first chunks are held while the reply so far may still
-    only repeat the message (:class:`workers.chat.echo.EchoGuard`); a reply that is an echo
-    to its end is dropped and the model asked once more without the start block, as the
-    chat asks (the echo is relayed if that fails)."""
+    """A streamed reply relayed to the client as it comes, read for the log on its way. Its
+    first chunks are held while the reply so far may still only copy the message (with a
+    start block in the prompt) or an earlier reply (:class:`workers.chat.echo.EchoGuard`);
+    a reply that is such a copy to its end is dropped and the model asked once more, as the
+    chat asks (:func:`_ask_again_with`; the copy is relayed if that fails)."""
 
     def __init__(self, proxy: Proxy, request: Request, body: dict, exchange: Exchange,
                  started: float, upstream: _Upstream) -> None:
@@ -256,7 +256,7 @@ class _Relay:
             await self.proxy.on_thread(self.proxy.memory.catch_up)
 
     async def _hold(self) -> None:
-        """Read into :attr:`held` while the reply may still be an echo; after an echo,
+        """Read into :attr:`held` while the reply may still be a copy; after a copy,
         :attr:`upstream` is the second asking and nothing is held."""
         exchange = self.exchange
         guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
