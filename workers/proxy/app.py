@@ -259,8 +259,7 @@ class _Relay:
         """Read into :attr:`held` while the reply may still be a copy; after a copy,
         :attr:`upstream` is the second asking and nothing is held."""
         exchange = self.exchange
-        guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
-                          exchange.replies)
+        guard = _copy_guard(exchange)
         reader = self.upstream.reader
         async for chunk in self.upstream.chunks:
             before = len(reader.text)
@@ -327,13 +326,19 @@ class _StreamReader:
             self.finished = self.finished or delta.finished
 
 
+def _copy_guard(exchange: Exchange) -> EchoGuard:
+    """The chat's guard for this exchange: echoes of the message only while a start block is
+    in the prompt, repeats of the client's earlier replies always."""
+    return EchoGuard(exchange.text if exchange.plain is not None else "", None,
+                     exchange.replies)
+
+
 def _ask_again_with(exchange: Exchange, reply: str) -> list[dict] | None:
     """The messages to ask again with when ``reply`` only copies what the prompt holds, as
     the chat asks again (:meth:`workers.chat.session.ChatSession._first_reply`): an echo of
     the message while a start block is in the prompt without that block; a repeat of an
     earlier reply without the earlier messages. None when the reply is no copy."""
-    guard = EchoGuard(exchange.text if exchange.plain is not None else "", None,
-                      exchange.replies)
+    guard = _copy_guard(exchange)
     # a tool call printed as text is no copy (a second search opens as the first did)
     guard.end(ChatReply(reply, ChatStats(None, None, 0, None)),
               call=call_shaped(reply))
