@@ -16,12 +16,15 @@ temperature 0 unless ``--temperature`` says otherwise (``--temperature server``:
 server's own, what `diarist chat` uses by default). A reply counts as a refusal when it says
 it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins as
 the message does (:func:`workers.chat.echo.echoes`: the first 30 characters), a repeat when
-it begins as an earlier reply of its session does; the figures are how many of each, per
-source, and how many replies the chat held back and asked again as echoes or as repeats
-(the reply counted is the second). ``--no-memory``
-runs the same sessions without memory (no start block, no notes); ``--night`` after the
-default night over the imported half (MEMORY.md heads the start block; keep those homes in
-another ``--homes`` directory).
+it begins as an earlier reply of its session does, a recital when its first line is written
+as the memory in its prompt is (:class:`workers.chat.echo.Recital`: "[most relevant]",
+"(9 August 2023) Tim: …"); the figures are how many of each, per source, and how many
+replies the chat held back and asked again as echoes, repeats or recitals, and of those how
+many were asked a last time with the message alone (the reply counted is the last), and the
+median time from a message to its whole reply, by how many times it was asked more.
+``--no-memory`` runs the same sessions without memory (no start block, no notes);
+``--night`` after the default night over the imported half (MEMORY.md heads the start
+block; keep those homes in another ``--homes`` directory).
 
 The model server is started on a free port (``diarist serve-model --model``) unless
 ``--base-url`` names one. ``--system-prompt`` replaces the chat's instruction (the first
@@ -36,9 +39,13 @@ import json
 import random
 import re
 import shutil
+import statistics
 import sys
 import tempfile
+import time
+from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "bench"
@@ -50,7 +57,7 @@ from bench_mining import free_port, start_server  # noqa: E402
 
 from events import Home  # noqa: E402
 from workers.chat import session as chat_session  # noqa: E402
-from workers.chat.echo import echoes, opening  # noqa: E402
+from workers.chat.echo import Recital, echoes, opening  # noqa: E402
 from workers.eval.dataset import Conversation  # noqa: E402
 from workers.eval.homes import build_home, model_folder, night_over  # noqa: E402
 from workers.eval.load import load_dataset  # noqa: E402
@@ -66,6 +73,13 @@ MAX_TOKENS = 64
 SEED = 12
 
 
+class Reply(NamedTuple):
+    text: str
+    memory: str        # the memory in its prompt
+    asked_again: int   # calls more than one for it
+    seconds: float     # from the message sent to the whole reply
+
+
 def halves(conversation: Conversation, messages: int) -> tuple[Conversation, list[str]]:
     """The conversation's first half of sessions (to import), and ``messages`` of the user's
     turns from the later half, drawn at random and kept in their order."""
@@ -79,20 +93,31 @@ def halves(conversation: Conversation, messages: int) -> tuple[Conversation, lis
 
 
 def chat(built: Path, work: Path, url: str, messages: list[str], temperature: float | None,
-         memory: bool) -> tuple[list[str], int, int]:
+         memory: bool) -> tuple[list[Reply], dict[str, int]]:
     """The replies of one chat session on a copy of the ``built`` home, sent ``messages``
-    one after another, and how many of its replies were held back and asked again as echoes
-    and as repeats (``ChatSession.echoes``, ``ChatSession.repeats``)."""
+    one after another, and how many of its replies were held back and asked again, by what
+    they copied, and asked alone (``ChatSession.asked_again``)."""
     shutil.copytree(built, work)
     home = Home(work)
     backend = make_backend("openai", base_url=url, max_tokens=MAX_TOKENS,
                            temperature=temperature)
-    replies = []
+    replies: list[Reply] = []
     with open_chat(home, backend, memory) as session:
         for text in messages:
-            replies.append(session.send(text).text)
+            calls = sum(session.asked_again.values())
+            began = time.perf_counter()
+            reply = session.send(text).text
+            replies.append(Reply(reply, session.memory_text(),
+                                 sum(session.asked_again.values()) - calls,
+                                 time.perf_counter() - began))
         session.end()
-    return replies, session.echoes, session.repeats
+    return replies, session.asked_again
+
+
+def _seconds(rows: list[dict]) -> dict[int, float]:
+    """The median time to the whole reply of the messages asked 0, 1 and 2 times more."""
+    return {n: round(statistics.median(times), 2) for n in (0, 1, 2)
+            if (times := [r["seconds"] for r in rows if r["asked_again"] == n])}
 
 
 def run(root: Path, homes: Path, url: str, messages: int, show: bool,
@@ -101,7 +126,8 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
     results: dict[str, dict] = {}
     models: Path | None = None
     for source, path in SOURCES.items():
-        rows, asked_again, repeats_asked_again = [], 0, 0
+        rows: list[dict] = []
+        again: Counter[str] = Counter()
         for conversation in load_dataset(path).conversations[:PER_SOURCE]:
             imported, sent = halves(conversation, messages)
             built = build_home(homes / source, imported, embed=True, models=models)
@@ -109,27 +135,30 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
             if night:
                 night_over(built.home)
             work = root / source / built.home.root.name
-            replies, again, repeats = chat(built.home.root, work, url, sent, temperature,
-                                           memory)
-            asked_again += again
-            repeats_asked_again += repeats
-            for i, (text, reply) in enumerate(zip(sent, replies, strict=True)):
+            replies, asked = chat(built.home.root, work, url, sent, temperature, memory)
+            again.update(asked)
+            for i, (text, got) in enumerate(zip(sent, replies, strict=True)):
+                reply = got.text
                 refused = bool(REFUSAL.search(reply))
                 echoed = echoes(reply, text)
-                repeated = opening(reply) in {opening(r) for r in replies[:i]}
+                repeated = opening(reply) in {opening(r.text) for r in replies[:i]}
+                recited = Recital(got.memory).reply(reply)
                 rows.append({"conversation": conversation.id, "message": text,
                              "reply": reply, "refused": refused, "echoed": echoed,
-                             "repeated": repeated})
+                             "repeated": repeated, "recited": recited,
+                             "asked_again": got.asked_again, "seconds": got.seconds})
                 if show:
                     mark = ("REFUSED" if refused else "echoed" if echoed
-                            else "repeated" if repeated else "replied")
+                            else "repeated" if repeated else "recited" if recited
+                            else "replied")
                     print(f"  {source} {conversation.id} {mark}: {text[:70]!r} → "
                           f"{reply[:90]!r}", flush=True)
         results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
                            "echoed": sum(r["echoed"] for r in rows),
                            "repeated": sum(r["repeated"] for r in rows),
-                           "asked_again": asked_again,
-                           "repeats_asked_again": repeats_asked_again, "rows": rows}
+                           "recited": sum(r["recited"] for r in rows),
+                           "asked_again": dict(again), "seconds": _seconds(rows),
+                           "rows": rows}
     return results
 
 
@@ -178,12 +207,17 @@ def main() -> None:
           f"window, tools off, temperature {args.temperature}",
           "— without memory" if args.no_memory else "",
           "— after the night" if args.night else "")
-    print("| source | messages | refused | echoed | repeated | asked again: echoes, repeats |")
-    print("|---|---|---|---|---|---|")
+    print("| source | messages | refused | echoed | repeated | recited "
+          "| asked again: echoes, repeats, recitals; alone | seconds to the reply, median, "
+          "asked 0 / 1 / 2 times more |")
+    print("|---|---|---|---|---|---|---|---|")
     for source, result in results.items():
+        again = result["asked_again"]
         print(f"| {source} | {result['messages']} | {result['refused']} | "
-              f"{result['echoed']} | {result['repeated']} | {result['asked_again']}, "
-              f"{result['repeats_asked_again']} |")
+              f"{result['echoed']} | {result['repeated']} | {result['recited']} | "
+              f"{again.get('echo', 0)}, {again.get('repeat', 0)}, "
+              f"{again.get('recital', 0)}; {again.get('alone', 0)} | "
+              + " / ".join(str(result["seconds"].get(n, "–")) for n in (0, 1, 2)) + " |")
 
 
 if __name__ == "__main__":

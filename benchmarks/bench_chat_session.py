@@ -22,8 +22,9 @@ a person's sessions after the first night do; without it the start block holds r
 
 Per way: questions with a note, the replies' F1 and the replies that contain the answer
 (`diarist eval`'s scores), notes that took earlier ones out, the median first-token time of the
-questions after the first, and of those whose note took one out; the memory in the prompt
-never exceeds the budget (checked).
+questions after the first, and of those whose note took one out; the replies the chat held
+back and asked again (echoes, repeats, recitals; alone: :mod:`workers.chat.echo`); the memory in
+the prompt never exceeds the budget (checked).
 """
 from __future__ import annotations
 
@@ -131,8 +132,8 @@ def run(seed_home: Path, root: Path, url: str, asked: list[dict], way: str) -> d
             session.end()
     finally:
         chat_session.giving_way = keep
-    return {"rows": rows, "budget": session.budget,
-            "compressions": session.compressions}
+    return {"rows": rows, "budget": session.budget, "compressions": session.compressions,
+            "asked_again": session.asked_again}
 
 
 def main() -> None:
@@ -179,7 +180,10 @@ def main() -> None:
             for r in rows:
                 print(f"    {r['id']} note {r['note']} gave_way {r['gave_way']} "
                       f"contains {r['contains']:.0f}: {r['reply'][:80]!r}")
-        print(f"    (compressions: {result['compressions']}; budget {result['budget']})")
+        again = result["asked_again"]
+        print(f"    (compressions: {result['compressions']}; budget {result['budget']}; "
+              f"asked again: {again['echo']} echoes, {again['repeat']} repeats, "
+              f"{again['recital']} recitals; {again['alone']} alone)")
 
 
 if __name__ == "__main__":

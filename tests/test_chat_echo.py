@@ -12,7 +12,7 @@ from cli.chat import ToolCallFilter
 from events import Home
 from events.config import Config, MemoryConfig
 from events.types import Remembered
-from workers.chat.echo import EchoGuard, echoes
+from workers.chat.echo import EchoGuard, Recital, echoes
 from workers.chat.session import ChatSession
 from workers.llm import ScriptedBackend
 from workers.llm.base import ChatReply, ChatStats
@@ -78,17 +78,20 @@ class EchoesWithAnyMemory(ScriptedBackend):
     def __init__(self) -> None:
         super().__init__()
         self.requests: list[list[dict]] = []
+        self.echo_alone = False
 
     def reply_for(self, messages: list[dict]) -> str:
         self.requests.append(messages)
         said = str(messages[-1]["content"]).split("\n\n")[-1]
         memory = any("[memory" in str(m["content"]) for m in messages)
-        return said if memory and said != "Hello!" else OWN_REPLY
+        return said if (memory or self.echo_alone) and said != "Hello!" else OWN_REPLY
 
 
-def test_the_second_asking_keeps_the_notes_and_is_the_last(home: Home, stores: Stores) -> None:
-    """Asked again, the model reads the message's note still; an echo then is shown as it
-    is: one more call at most, never a loop."""
+def test_the_second_asking_keeps_the_notes_and_a_copy_again_is_asked_alone(
+        home: Home, stores: Stores) -> None:
+    """Asked again, the model reads the message's note still; an echo then is asked a last
+    time with the message alone (no memory, no earlier exchanges), and that reply is shown
+    whatever it says: three calls at most, never a loop."""
     log, store = stores
     seed(log)
     store.catch_up_all()
@@ -99,12 +102,18 @@ def test_the_second_asking_keeps_the_notes_and_is_the_last(home: Home, stores: S
     shown: list[str] = []
     message = "What do I like about my garden and my violin these days?"
     reply = session.send(message, on_token=shown.append)
-    assert reply.text == message == "".join(shown) and session.echoes == 1
-    first, again = backend.requests
+    assert reply.text == OWN_REPLY == "".join(shown)
+    assert session.asked_again == {"echo": 1, "repeat": 0, "recital": 0, "alone": 1}
+    first, again, alone = backend.requests
     assert "[memory context]" in first[0]["content"]
     assert "[memory context]" not in again[0]["content"]
     assert "[memory note]" in first[-1]["content"] == again[-1]["content"]
+    assert [m["role"] for m in alone] == ["system", "user"]
+    assert "[memory" not in alone[0]["content"] and alone[1]["content"] == message
     assert "[memory context]" in session.messages()[0]["content"]   # back for the next
+    backend.echo_alone = True     # a model that echoes whatever it is asked: shown
+    backend.requests.clear()
+    assert session.send(message).text == message and len(backend.requests) == 3
 
 
 def test_an_echo_through_the_terminal_filter_prints_only_the_reply(
@@ -207,7 +216,7 @@ def test_a_repeat_is_never_shown_and_asked_again_without_the_earlier_exchanges(
                          on_reply_end=lambda r: ends.append(r.text))
     assert reply.text == "A fresh reply about and the tulips"
     assert "".join(shown) == reply.text and ends == [reply.text]  # the repeat never shown
-    assert session.repeats == 1 and session.echoes == 0
+    assert session.asked_again["repeat"] == 1 and session.asked_again["echo"] == 0
     repeated, again = backend.requests
     assert [m["role"] for m in repeated] == ["system", "user", "assistant", "user"]
     assert [m["role"] for m in again] == ["system", "user"]   # the earlier exchange left out
@@ -230,7 +239,7 @@ def test_a_short_reply_may_come_again(home: Home, stores: Stores) -> None:
     session.send("Thanks for the tip about mulch!")
     backend.requests.clear()
     assert session.send("Thanks again!").text == "You're welcome!"
-    assert len(backend.requests) == 1 and session.repeats == 0
+    assert len(backend.requests) == 1 and session.asked_again["repeat"] == 0
 
 
 def test_a_repeat_asked_again_is_shown_whatever_it_says(home: Home, stores: Stores) -> None:
@@ -241,7 +250,7 @@ def test_a_repeat_asked_again_is_shown_whatever_it_says(home: Home, stores: Stor
     backend.requests.clear()
     reply = session.send("And how often should I water them?")
     assert reply.text == "Roses like a sunny spot and deep watering."
-    assert len(backend.requests) == 2 and session.repeats == 1
+    assert len(backend.requests) == 2 and session.asked_again["repeat"] == 1
 
 
 def test_copies_are_told_by_the_guard() -> None:
@@ -281,4 +290,113 @@ def test_a_second_tool_call_is_no_repeat(home: Home, stores: Stores) -> None:
     backend.requests.clear()
     reply = session.send("And which roses did Ann plant last year?")
     assert reply.text.startswith("From your notes")
-    assert len(backend.requests) == 2 and session.repeats == 0   # the call, then the answer
+    assert len(backend.requests) == 2            # the call, then the answer
+    assert session.asked_again["repeat"] == 0
+
+
+# --- recitals: a reply written as the memory in its prompt is ------------------------------------
+
+class RecitesMemory(ScriptedBackend):
+    """Like the 0.5B model answering a remark it has nothing to say to: copies its prompt's
+    memory, title and line, whenever there is memory in the prompt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[list[dict]] = []
+
+    def reply_for(self, messages: list[dict]) -> str:
+        self.requests.append(messages)
+        lines = [line for m in messages for line in str(m["content"]).splitlines()
+                 if line.startswith("- ")]
+        return f"[most relevant]\n{lines[0]}" if lines else OWN_REPLY
+
+
+def test_a_recital_is_never_shown_and_asked_again_without_memory(
+        home: Home, stores: Stores) -> None:
+    log, store = stores
+    seed(log)
+    store.catch_up_all()
+    backend = RecitesMemory()
+    session = started(ChatSession(home, log, store, backend, Config(), tools=False))
+    shown: list[str] = []
+    ends: list[str] = []
+    reply = session.send("What do I like about my garden these days?", on_token=shown.append,
+                         on_reply_end=lambda r: ends.append(r.text))
+    assert reply.text == OWN_REPLY == "".join(shown) and ends == [OWN_REPLY]
+    assert session.asked_again == {"echo": 0, "repeat": 0, "recital": 1, "alone": 0}
+    recited, again = backend.requests
+    assert "[memory context]" in recited[0]["content"]
+    assert not any(line.startswith("- ") for m in again for line in m["content"].splitlines())
+    assert again[-1]["content"] == "What do I like about my garden these days?"
+    (turn,) = stores[0].read(types=["AssistantTurn"])
+    assert turn.payload["text"] == OWN_REPLY
+    # the memory is back for the next message, and read ahead again for it
+    assert "[memory context]" in session.messages()[0]["content"]
+    assert session.warming is not None
+    session.warming.join(5)
+    assert backend.warmed[-1] == session.messages() and len(backend.warmed) == 2
+
+
+def test_a_recital_asked_again_with_a_note_in_an_earlier_message(
+        home: Home, stores: Stores) -> None:
+    """Asked again, no message of the history carries its note; the notes stay for the
+    next message."""
+    log, store = stores
+    seed(log)
+    store.catch_up_all()
+    backend = RecitesMemory()
+    session = started(ChatSession(home, log, store, backend,
+                                  Config(memory=MemoryConfig(inject_on_start=False)),
+                                  tools=False))
+    session.send("What do I like about my garden and my violin these days?")
+    assert any(m.note for m in session.history)
+    backend.requests.clear()
+    session.send("And what else do I like?")
+    assert session.asked_again["recital"] == 2
+    again = backend.requests[-1]
+    assert all("[memory note]" not in m["content"] for m in again)
+    assert "[memory note]" in session.messages()[1]["content"]
+
+
+MEMORY = """[memory context]
+[knowledge]
+- (9 August 2023, 3 years ago) Tim: Thanks for asking! I'm reading a fantasy book.
+[memory note]
+[most relevant]
+- (25 May 2023, 3 years ago) Caroline: My goal is to give kids a loving home.
+- Caroline paints landscapes by the lake every summer."""
+
+
+def test_recitals_are_told_by_the_memory_s_form() -> None:
+    recital = Recital(MEMORY)
+    assert recital.speakers == {"tim", "caroline"}
+    for reply in ("[memory note]\n[most relevant]\n- (17 July 2023) Melanie: Wow!",
+                  "[9 August 2023, 3 years ago] Tim: Thanks for asking!",
+                  "- (1 May 2023) Caroline: A new one",
+                  "Caroline: That's a great idea!",
+                  "Caroline paints landscapes by the lake, yes."):
+        assert recital.reply(reply), reply
+    for reply in ("Tim's book sounds like fun!", "[Project Title]: Alley Reconstruction",
+                  "- Water the roses at dawn", "Note: it rains today", "", "Caroline!"):
+        assert not recital.reply(reply), reply
+    assert not Recital("").reply("[most relevant]\n- (1 May 2023) Tim: hi")
+
+
+def test_the_guard_holds_a_first_line_only_while_it_could_recite() -> None:
+    shown: list[str] = []
+    guard = EchoGuard("Hello there, how are you?", shown.append, [], MEMORY)
+    for piece in ("[9 August", " 2023] Tim:", " Thanks!\n", "More words"):
+        guard.token(piece)
+    assert shown == []                  # a recital: held to the end
+    guard.end(ChatReply("[9 August 2023] Tim: Thanks!\nMore words",
+                        ChatStats(None, None, 0, None)))
+    assert guard.recited and guard.copied and shown == []
+    guard = EchoGuard("Hello there, how are you?", shown.append, [], MEMORY)
+    for piece in ("- Water", " the roses", " at dawn\n", "and dusk"):
+        guard.token(piece)
+    assert shown == ["- Water the roses at dawn\n", "and dusk"]  # shown once the line ended
+    guard = EchoGuard("Hello there, how are you?", shown.append, [], MEMORY)
+    guard.token("Ti")
+    assert guard.held == "Ti"           # could still be "Tim:"
+    guard.token("m's book!")
+    assert guard.streaming and shown[-1] == "Tim's book!"

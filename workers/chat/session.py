@@ -130,9 +130,9 @@ class ChatSession:
         self.warming: threading.Thread | None = None
         self.turns = 0
         self.compressions = 0
-        # replies asked again (:meth:`_first_reply`): repeating the message, an earlier reply
-        self.echoes = 0
-        self.repeats = 0
+        # replies asked again (:meth:`_first_reply`), by what they copied: the message, an
+        # earlier reply, the memory in the prompt; and those asked a last time, alone
+        self.asked_again = dict.fromkeys(("echo", "repeat", "recital", "alone"), 0)
         # (user event id, assistant event id) of the last exchange: the shadow journal's input
         self.last_turn: tuple[str, str] | None = None
         self.tools = tools
@@ -248,17 +248,18 @@ class ChatSession:
             self.inject_start()
         self.warm()
 
-    def messages(self, *, tools: bool = True, start: bool = True,
+    def messages(self, *, tools: bool = True, start: bool = True, notes: bool = True,
                  leave_out: frozenset[int] = frozenset()) -> list[dict]:
         """The system prompt (with the tool prompt unless ``tools`` is False, the start block
-        unless ``start`` is) + history (but for the messages numbered in ``leave_out``)."""
+        unless ``start`` is) + history (but for the messages numbered in ``leave_out``; the
+        user's without their notes unless ``notes``)."""
         tool_prompt = TOOL_PROMPT_NATIVE if self._native_tools else TOOL_PROMPT
         system = system_prompt(self.memory_block if start else "",
                                tool_prompt if self.tools and tools else "",
                                self.today, self.backend.model)
         return [{"role": "system", "content": system}] + [
-            {"role": m.role, "content": m.content} for i, m in enumerate(self.history)
-            if i not in leave_out]
+            {"role": m.role, "content": m.content if notes or not m.note else m.said}
+            for i, m in enumerate(self.history) if i not in leave_out]
 
     def history_tokens(self) -> int:
         return sum(estimate(m["content"]) for m in self.messages())
@@ -280,7 +281,7 @@ class ChatSession:
                                      [user_id], note.injected_tokens if note else 0,
                                      note.text if note else "",
                                      tuple(i.id for i in note.items) if note else (), text))
-        asked = self.echoes + self.repeats
+        asked = sum(self.asked_again.values())
         try:
             reply = self._first_reply(text, on_token, on_reply_end)
             if self.tools:
@@ -292,7 +293,7 @@ class ChatSession:
                 self._reply_done(user_id, cut.partial)
             raise
         self._reply_done(user_id, reply)
-        if self.echoes + self.repeats > asked:  # asked with less: the server's cache lost it
+        if sum(self.asked_again.values()) > asked:  # asked with less: the cache lost it
             self.warm()
         if self.config.memory.rolling_summary.enabled and \
                 self.context_use() >= self.config.memory.rolling_summary.warn_at_pct:
@@ -303,14 +304,47 @@ class ChatSession:
     def _first_reply(self, text: str, on_token: Callable[[str], None] | None,
                      on_reply_end: Callable[[ChatReply], None] | None) -> ChatReply:
         """The turn's first model call. A reply that only repeats ``text`` while the start
-        block is in the prompt, or repeats an earlier reply of the session (:mod:`.echo`),
-        is held back, never shown, and the model is asked once more: after an echo without
-        the start block (the notes kept), after a repeat without the earlier exchanges (the
-        start block and the message's note kept: as a session's first message)."""
-        earlier = [m.content for m in self.history if m.role == "assistant"]
-        if not self.memory_block and not earlier:
-            return self._chat([], on_token, on_reply_end)
-        guard = EchoGuard(text if self.memory_block else "", on_token, earlier)
+        block is in the prompt, repeats an earlier reply of the session, or recites the
+        memory in the prompt (:mod:`.echo`) is held back, never shown, and the model is
+        asked again with less: after an echo without the start block (the notes kept),
+        after a repeat without the earlier exchanges (the start block and the message's
+        note kept: as a session's first message), after a recital without memory. A copy
+        again (of what that prompt still holds, the message whatever it holds) is asked a
+        last time with the message alone — no memory, no earlier exchanges — and shown."""
+        reply, guard = self._guarded(text, on_token, on_reply_end,
+                                     echo=bool(self.memory_block))
+        if guard is None or guard.copy is None:
+            return reply
+        earlier = frozenset(range(len(self.history) - 1))
+        ways: dict[str, dict[str, Any]] = {"echo": {"start": False},
+                                           "recital": {"start": False, "notes": False},
+                                           "repeat": {"leave_out": earlier}}
+        less = ways[guard.copy]
+        self.asked_again[guard.copy] += 1
+        logger.info("chat.asked_again", session=self.id, copy=guard.copy)
+        reply, guard = self._guarded(text, on_token, on_reply_end, echo=True, **less)
+        if guard is None or guard.copy is None:
+            return reply
+        self.asked_again["alone"] += 1
+        logger.info("chat.asked_alone", session=self.id, copy=guard.copy)
+        return self._chat([], on_token, on_reply_end, start=False, notes=False,
+                          leave_out=earlier)
+
+    def _guarded(self, text: str, on_token: Callable[[str], None] | None,
+                 on_reply_end: Callable[[ChatReply], None] | None, *, echo: bool,
+                 start: bool = True, notes: bool = True,
+                 leave_out: frozenset[int] = frozenset()) -> tuple[ChatReply, EchoGuard | None]:
+        """One model call (:meth:`_chat`'s ``start``, ``notes``, ``leave_out``) whose reply
+        is held back while it may copy ``text`` (when ``echo``), an earlier reply or the
+        memory its prompt holds; the guard is None when the prompt holds neither."""
+        kept = [m for i, m in enumerate(self.history) if i not in leave_out]
+        earlier = [m.content for m in kept if m.role == "assistant"]
+        memory = "\n".join(t for t in [self.memory_block if start else "",
+                                       *(m.note for m in kept if notes)] if t)
+        if not memory and not earlier:
+            return self._chat([], on_token, on_reply_end, start=start, notes=notes,
+                              leave_out=leave_out), None
+        guard = EchoGuard(text if echo else "", on_token, earlier, memory)
 
         def ended(reply: ChatReply) -> None:
             guard.end(reply, call=bool(self.tools and _calls_in(reply)[1])
@@ -319,20 +353,12 @@ class ChatSession:
                 on_reply_end(reply)
 
         try:
-            reply = self._chat([], guard.token, ended)
+            reply = self._chat([], guard.token, ended, start=start, notes=notes,
+                               leave_out=leave_out)
         except ReplyCutOff:
             guard.flush()  # what arrived is kept as the reply: show it
             raise
-        if guard.echoed:
-            self.echoes += 1
-            logger.info("chat.echo_asked_again", session=self.id)
-            return self._chat([], on_token, on_reply_end, start=False)
-        if guard.repeated is None:
-            return reply
-        self.repeats += 1
-        logger.info("chat.repeat_asked_again", session=self.id)
-        return self._chat([], on_token, on_reply_end,
-                          leave_out=frozenset(range(len(self.history) - 1)))
+        return reply, guard
 
     def _reply_done(self, user_id: str, reply: ChatReply) -> None:
         """Record the reply as ``AssistantTurn`` (with its stats) and add it to the history."""
@@ -348,14 +374,16 @@ class ChatSession:
     def _chat(self, extra: list[dict], on_token: Callable[[str], None] | None,
               on_reply_end: Callable[[ChatReply], None] | None = None, *,
               final: bool = False, plain: bool = False, start: bool = True,
-              leave_out: frozenset[int] = frozenset()) -> ChatReply:
+              notes: bool = True, leave_out: frozenset[int] = frozenset()) -> ChatReply:
         """One model call on the history plus ``extra`` (this turn's structured tool
         messages): compress and retry once on overflow; drop native tools if refused.
         ``final``: the answer must not be another tool call (``tool_choice: none``);
         ``plain``: no tools offered or described at all; ``start``: the start block in
-        the system prompt; ``leave_out``: history messages left out of this call."""
+        the system prompt; ``notes``: the memory notes in the user's messages;
+        ``leave_out``: history messages left out of this call."""
         def call() -> ChatReply:
-            messages = self.messages(tools=not plain, start=start, leave_out=leave_out) + extra
+            messages = self.messages(tools=not plain, start=start, notes=notes,
+                                     leave_out=leave_out) + extra
             if plain or not self._native_tools:
                 return self.backend.chat(messages, on_token=on_token)
             try:
