@@ -529,3 +529,55 @@ def test_a_tool_call_printed_again_is_no_repeat(
              {"role": "user", "content": "[search result]: the bees swarmed in May."}]
     assert _chat(proxy.client(), again, stream=True) == call
     assert len(_upstream_calls(handler)) == 1
+
+
+def _recites_memory(body: dict) -> str:
+    """Like the 0.5B model answering a remark: copies its prompt's memory, title and line."""
+    lines = [line for m in body["messages"] for line in str(m["content"]).splitlines()
+             if line.startswith("- ")]
+    return f"[most relevant]\n{lines[0]}" if lines else REPLY
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_recital_of_the_memory_is_asked_again_without_memory(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]],
+        stream: bool) -> None:
+    _, handler = upstream
+    _remember_something(proxy)
+    _upstream(handler, _recites_memory)
+    handler.seen.clear()
+    messages = [{"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Where did my sister Ottoline move to?"}]
+    assert _chat(proxy.client(), messages, stream=stream) == REPLY
+    recited, again = _upstream_calls(handler)
+    assert any("[memory" in str(m["content"]) for m in recited)
+    assert again == messages                 # the client's own messages, no memory
+    assert _turns(home)[-1][1:] == ("AssistantTurn", REPLY)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_copy_again_is_asked_a_last_time_with_the_message_alone(
+        home: Home, proxy: Proxy, upstream: tuple[str, type[llm_server.Handler]],
+        stream: bool) -> None:
+    """The upstream echoes the message while its prompt holds memory or an earlier reply:
+    asked without the start block it still does, so the last asking has neither."""
+    _, handler = upstream
+    _remember_something(proxy)
+
+    def echoes_with_anything(body: dict) -> str:
+        held = any(m["role"] == "assistant" or "[memory" in str(m["content"])
+                   for m in body["messages"])
+        return ECHOED if held else REPLY
+
+    _upstream(handler, echoes_with_anything)
+    handler.seen.clear()
+    messages = [{"role": "user", "content": "How are the bees?"},
+                {"role": "assistant", "content": "Busy with the lime trees."},
+                {"role": "user", "content": ECHOED}]
+    assert _chat(proxy.client(), messages, stream=stream) == REPLY
+    first, again, alone = _upstream_calls(handler)
+    assert _with_start_block({"messages": first})
+    assert not _with_start_block({"messages": again}) and again[1:3] == messages[:2]
+    assert [m["role"] for m in alone] == ["system", "user"]
+    assert "[memory" not in alone[0]["content"] and alone[1]["content"] == ECHOED
+    assert _turns(home)[-1][1:] == ("AssistantTurn", REPLY)

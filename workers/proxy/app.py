@@ -4,9 +4,10 @@
   :class:`.memory.ProxyMemory` (session, memory, the turn in the log); its body is otherwise
   sent upstream as the client wrote it. Streamed or not, the upstream's bytes reach the
   client unchanged, while the reply's text is read off them for the log — but for a reply
-  that only repeats the message (while a start block is in the prompt) or an earlier reply:
-  the model is asked once more, as the chat asks (:mod:`workers.chat.echo`), and the client
-  gets that reply (a stream's first chunks are held until the reply parts from them).
+  that only repeats the message (while a start block is in the prompt) or an earlier reply,
+  or recites the memory: the model is asked again with less, as the chat asks
+  (:mod:`workers.chat.echo`), and the client gets that reply (a stream's first chunks are
+  held until the reply parts from them).
   Any other request (a tool result sent back, an empty message) is passed through without
   memory.
 - ``GET /v1/models`` and anything else: passed through.
@@ -45,7 +46,7 @@ from ..chat.tools import call_shaped
 from ..llm import ChatReply, ChatStats
 from ..llm.openai import openai_delta
 from .conversations import message_text
-from .memory import Exchange, ProxyMemory, ReplyStats
+from .memory import Asking, Exchange, ProxyMemory, ReplyStats
 
 T = TypeVar("T")
 TIMEOUT = httpx2.Timeout(600.0, connect=10.0)  # a Pi-class model may think for minutes
@@ -154,17 +155,21 @@ class Proxy:
         except httpx2.TransportError as exc:
             return self._unreachable(exc)
         text, stats = _read_reply(reply, started)
-        again_with = _ask_again_with(exchange, text)
-        if again_with is not None:
-            # the reply only copies the message or an earlier reply: asked once more, as the
-            # chat asks (workers/chat/echo.py); the copy if that fails
-            with contextlib.suppress(httpx2.TransportError):
+        asking: Asking | None = exchange.first
+        # a reply that only copies what its prompt holds is asked again with less, as the
+        # chat asks (workers/chat/echo.py); the copy is kept if that fails
+        while asking is not None and \
+                (asking := _next_asking(exchange, asking, text)) is not None:
+            try:
                 again = await self._client().post(
                     self._url("/v1/chat/completions"),
-                    json={**body, "messages": again_with}, headers=self._headers(request))
-                if again.status_code == 200 and _read_reply(again, started)[0]:
-                    reply = again
-                    text, stats = _read_reply(again, started)
+                    json={**body, "messages": asking.messages}, headers=self._headers(request))
+            except httpx2.TransportError:
+                break
+            if again.status_code != 200 or not _read_reply(again, started)[0]:
+                break
+            reply = again
+            text, stats = _read_reply(again, started)
         answered = time.monotonic()
         await self.on_thread(self.memory.finish, exchange, text, stats)
         response = _as_is(reply)
@@ -206,9 +211,10 @@ class Proxy:
 class _Relay:
     """A streamed reply relayed to the client as it comes, read for the log on its way. Its
     first chunks are held while the reply so far may still only copy the message (with a
-    start block in the prompt) or an earlier reply (:class:`workers.chat.echo.EchoGuard`);
-    a reply that is such a copy to its end is dropped and the model asked once more, as the
-    chat asks (:func:`_ask_again_with`; the copy is relayed if that fails)."""
+    start block in the prompt), an earlier reply or the memory in the prompt
+    (:class:`workers.chat.echo.EchoGuard`); a reply that is such a copy to its end is
+    dropped and the model asked again, as the chat asks (:func:`_next_asking`; the copy is
+    relayed if that fails)."""
 
     def __init__(self, proxy: Proxy, request: Request, body: dict, exchange: Exchange,
                  started: float, upstream: _Upstream) -> None:
@@ -228,7 +234,7 @@ class _Relay:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:
-            if self.exchange.plain is not None or self.exchange.replies:
+            if self.exchange.guarded:
                 await self._hold()
             reader = self.upstream.reader
             if reader.done:  # the reply is in the log before the client has it all
@@ -257,31 +263,32 @@ class _Relay:
 
     async def _hold(self) -> None:
         """Read into :attr:`held` while the reply may still be a copy; after a copy,
-        :attr:`upstream` is the second asking and nothing is held."""
-        exchange = self.exchange
-        guard = _copy_guard(exchange)
-        reader = self.upstream.reader
-        async for chunk in self.upstream.chunks:
-            before = len(reader.text)
-            reader.feed(chunk)
-            self.held.append(chunk)
-            guard.token(reader.text[before:])
-            if guard.streaming or reader.done:
-                break
-        again_with = None if guard.streaming or not reader.finished else \
-            _ask_again_with(exchange, reader.text)
-        if again_with is None:
-            return
-        try:
-            again = await self.proxy.send_stream(self.request,
-                                                 {**self.body, "messages": again_with})
-        except httpx2.TransportError:
-            return
-        if again.reply.status_code != 200:
-            await again.reply.aclose()
-            return
-        await self.upstream.reply.aclose()
-        self.upstream, self.held = again, []
+        :attr:`upstream` is the next asking (:func:`_next_asking`), held the same way."""
+        asking: Asking | None = self.exchange.first
+        while asking is not None:
+            guard = _copy_guard(asking)
+            reader = self.upstream.reader
+            async for chunk in self.upstream.chunks:
+                before = len(reader.text)
+                reader.feed(chunk)
+                self.held.append(chunk)
+                guard.token(reader.text[before:])
+                if guard.streaming or reader.done:
+                    break
+            asking = None if guard.streaming or not reader.finished else \
+                _next_asking(self.exchange, asking, reader.text)
+            if asking is None:
+                return
+            try:
+                again = await self.proxy.send_stream(self.request,
+                                                     {**self.body, "messages": asking.messages})
+            except httpx2.TransportError:
+                return
+            if again.reply.status_code != 200:
+                await again.reply.aclose()
+                return
+            await self.upstream.reply.aclose()
+            self.upstream, self.held = again, []
 
 
 class _Upstream:
@@ -326,29 +333,26 @@ class _StreamReader:
             self.finished = self.finished or delta.finished
 
 
-def _copy_guard(exchange: Exchange) -> EchoGuard:
-    """The chat's guard for this exchange: echoes of the message only while a start block is
-    in the prompt, repeats of the client's earlier replies always."""
-    return EchoGuard(exchange.text if exchange.plain is not None else "", None,
-                     exchange.replies)
+def _copy_guard(asking: Asking) -> EchoGuard:
+    """The chat's guard for a reply to ``asking``: copies of what its messages hold."""
+    return EchoGuard(asking.echo, None, asking.earlier, asking.memory)
 
 
-def _ask_again_with(exchange: Exchange, reply: str) -> list[dict] | None:
-    """The messages to ask again with when ``reply`` only copies what the prompt holds, as
-    the chat asks again (:meth:`workers.chat.session.ChatSession._first_reply`): an echo of
-    the message while a start block is in the prompt without that block; a repeat of an
-    earlier reply without the earlier messages. None when the reply is no copy."""
-    guard = _copy_guard(exchange)
+def _next_asking(exchange: Exchange, asking: Asking, reply: str) -> Asking | None:
+    """What to ask with when ``reply``, to ``asking``, only copies what its prompt holds, as
+    the chat asks again (:meth:`workers.chat.session.ChatSession._first_reply`): the first
+    asking's copy without what brought it (:attr:`Exchange.less`), a copy again
+    with the message alone; None when the reply is no copy."""
+    guard = _copy_guard(asking)
     # a tool call printed as text is no copy (a second search opens as the first did)
-    guard.end(ChatReply(reply, ChatStats(None, None, 0, None)),
-              call=call_shaped(reply))
-    if guard.echoed:
-        logger.info("proxy.echo_asked_again", session=exchange.session.id)
-        return exchange.plain
-    if guard.repeated is not None:
-        logger.info("proxy.repeat_asked_again", session=exchange.session.id)
-        return exchange.fresh
-    return None
+    guard.end(ChatReply(reply, ChatStats(None, None, 0, None)), call=call_shaped(reply))
+    if guard.copy is None:
+        return None
+    if asking is exchange.first:
+        logger.info("proxy.asked_again", session=exchange.session.id, copy=guard.copy)
+        return exchange.less[guard.copy]
+    logger.info("proxy.asked_alone", session=exchange.session.id, copy=guard.copy)
+    return Asking(exchange.alone)
 
 
 def _read_reply(reply: httpx2.Response, started: float) -> tuple[str, ReplyStats]:

@@ -64,22 +64,40 @@ class _ReadAhead:
 
 
 @dataclass(frozen=True)
+class Asking:
+    """Messages to send upstream, and what in them a reply may only copy
+    (:class:`workers.chat.echo.EchoGuard`)."""
+
+    messages: list[dict]
+    echo: str = ""                 # the message, when a reply that echoes it is asked again
+    earlier: tuple[str, ...] = ()  # the earlier replies in them
+    memory: str = ""               # the memory in them: start block and notes
+
+
+@dataclass(frozen=True)
 class Exchange:
-    """One request on its way: the session, what the person said and what goes upstream."""
+    """One request on its way: the session, what the person said and what goes upstream —
+    first, after a copy (by what it copied, :attr:`workers.chat.echo.EchoGuard.copy`:
+    without the start block, the earlier exchanges, or memory), and a last time after a copy
+    again (``alone``: the client's system message and the new message, no memory)."""
 
     session: ProxySession
     earlier: list[tuple[str, str]]
     text: str
     model: str
-    messages: list[dict]
+    first: Asking
     user_turn: str  # the UserTurn's event id
-    # the same without the start block, to ask again when a reply only echoes ``text``
-    # (:mod:`workers.chat.echo`); None when there is no start block
-    plain: list[dict] | None = None
-    # the earlier replies, and the messages to ask again with when a reply repeats one:
-    # the system message, and the new message with its note
-    replies: tuple[str, ...] = ()
-    fresh: list[dict] = field(default_factory=list)
+    less: dict[str, Asking] = field(default_factory=dict)
+    alone: list[dict] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.first.messages
+
+    @property
+    def guarded(self) -> bool:
+        """Whether its prompt holds anything a reply may only copy."""
+        return bool(self.less)
 
 
 @dataclass(frozen=True)
@@ -152,14 +170,8 @@ class ProxyMemory:
             session.notes.pop(number, None)
         user_turn = log.append(UserTurn(session=session.id, text=text, name="user"),
                                stream=session.id).id
-        plain = None
-        if session.start is not None and session.start.text:
-            plain = self._upstream_messages(session, messages, model, start=False)
-        upstream = self._upstream_messages(session, messages, model)
-        fresh = [m for m in upstream[:-1] if m.get("role") == "system"] + upstream[-1:]
-        return Exchange(session, earlier, text, model, upstream, user_turn, plain,
-                        tuple(message_text(m.get("content")) for m in messages[:-1]
-                              if m.get("role") == "assistant"), fresh)
+        first, less, alone = self._askings(session, messages, model, number)
+        return Exchange(session, earlier, text, model, first, user_turn, less, alone)
 
     def finish(self, exchange: Exchange, reply: str, stats: ReplyStats | None = None, *,
                interrupted: bool = False) -> None:
@@ -289,12 +301,43 @@ class ProxyMemory:
                    stream=session.id)
         return note
 
+    def _askings(self, session: ProxySession, messages: list[dict], model: str,
+                 number: int) -> tuple[Asking, dict[str, Asking], list[dict]]:
+        """The messages to send upstream with memory, and to ask again with after a copy, as
+        the chat asks again (:meth:`workers.chat.session.ChatSession._first_reply`): after an
+        echo of the message (only while a start block is in the prompt) without that block,
+        after a repeat of an earlier reply without the earlier messages, after a recital of
+        the memory without memory; and ``alone`` after a copy again."""
+        text = message_text(messages[-1].get("content"))
+        start = session.start.text if session.start else ""
+        notes = [session.notes[n].text for n in sorted(session.notes) if n <= number]
+        note = session.notes[number].text if number in session.notes else ""
+        replies = tuple(message_text(m.get("content")) for m in messages[:-1]
+                        if m.get("role") == "assistant")
+        upstream = self._upstream_messages(session, messages, model)
+        first = Asking(upstream, text if start else "", replies, _joined(start, *notes))
+        bare = self._upstream_messages(session, messages, model, start=False, notes=False)
+        alone = [m for m in bare[:-1] if m.get("role") == "system"] + bare[-1:]
+        less = {}
+        if start:
+            less["echo"] = Asking(self._upstream_messages(session, messages, model,
+                                                          start=False),
+                                  text, replies, _joined(*notes))
+        if replies:
+            less["repeat"] = Asking([m for m in upstream[:-1] if m.get("role") == "system"]
+                                    + upstream[-1:], text, (), _joined(start, note))
+        if first.memory:
+            less["recital"] = Asking(bare, text, replies)
+        return first, less, alone
+
     def _upstream_messages(self, session: ProxySession, messages: list[dict],
-                           model: str, *, start: bool = True) -> list[dict]:
+                           model: str, *, start: bool = True,
+                           notes: bool = True) -> list[dict]:
         """The client's messages with memory: the start block at the end of the system
         message (a system message of the chat's, for ``model``, when the client sent none),
         each user message's note before its text. ``start`` False: without the start block,
-        as the chat asks again after an echo (the chat's system message kept)."""
+        as the chat asks again after an echo (the chat's system message kept); ``notes``
+        False: without the notes, as the chat asks again after a recital."""
         out = copy.deepcopy(messages)
         block = session.start.text if session.start and start else ""
         own = bool(out) and out[0].get("role") == "system"
@@ -307,11 +350,15 @@ class ProxyMemory:
         for message in out:
             if message.get("role") != "user":
                 continue
-            note = session.notes.get(number)
+            note = session.notes.get(number) if notes else None
             if note is not None:
                 message["content"] = _with_text(message.get("content"), note.text, after=False)
             number += 1
         return out
+
+
+def _joined(*texts: str) -> str:
+    return "\n".join(t for t in texts if t)
 
 
 def _with_text(content: Any, text: str, *, after: bool) -> Any:
