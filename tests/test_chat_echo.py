@@ -373,11 +373,12 @@ def test_recitals_are_told_by_the_memory_s_form() -> None:
     for reply in ("[memory note]\n[most relevant]\n- (17 July 2023) Melanie: Wow!",
                   "[9 August 2023, 3 years ago] Tim: Thanks for asking!",
                   "- (1 May 2023) Caroline: A new one",
-                  "Caroline: That's a great idea!",
-                  "Caroline paints landscapes by the lake, yes."):
+                  "Caroline: That's a great idea!"):
         assert recital.reply(reply), reply
     for reply in ("Tim's book sounds like fun!", "[Project Title]: Alley Reconstruction",
-                  "- Water the roses at dawn", "Note: it rains today", "", "Caroline!"):
+                  "- Water the roses at dawn", "Note: it rains today", "", "Caroline!",
+                  # a line's words without its form may be the answer asked for
+                  "Caroline paints landscapes by the lake every summer."):
         assert not recital.reply(reply), reply
     assert not Recital("").reply("[most relevant]\n- (1 May 2023) Tim: hi")
 

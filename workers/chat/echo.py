@@ -8,8 +8,8 @@ lines of what was said read as a transcript it goes on with (docs/experiments.md
 session has a few replies, it often gives an earlier one again to every later message (a
 session "locks in"), with memory or without. And it may recite the memory it was given,
 in the block's own form ("[most relevant] - (25 May 2023, 3 years ago) Caroline: …",
-"[9 August 2023] Tim: …", "Maria: Thanks!"): its first line a title of the block, a
-line's stamp and speaker, or a line's words (:class:`Recital`).
+"[9 August 2023] Tim: …", "Maria: Thanks!"): its first line a title of the block, or a
+line's stamp and speaker (:class:`Recital`).
 
 So the session holds back a reply's first characters while they are the message's own,
 an earlier reply's, or written as the memory is (:class:`EchoGuard`); a reply that turns
@@ -51,32 +51,30 @@ def echoes(reply: str, message: str) -> bool:
 
 
 class Recital:
-    """How the memory in a prompt is written — its lines' speakers and openings — to tell a
-    reply that recites it (:meth:`line`)."""
+    """How the memory in a prompt is written — its lines' speakers — to tell a reply that
+    recites it (:meth:`line`). A reply in a line's words without its form ("Maya lives in
+    Plymouth.") may be the answer asked for: no recital."""
 
     def __init__(self, memory: str) -> None:
-        items = [_unstamped(line.strip()[2:]) for line in memory.splitlines()
-                 if line.strip().startswith("- ")]
-        self.speakers = {m.group(1).strip().lower() for item in items
-                         if (m := _SPEAKER.match(item))}
-        self.openings = {opening(item) for item in items} - {""}
+        lines = [line.strip() for line in memory.splitlines()]
+        self.written = any(line.startswith("- ") for line in lines)
+        self.speakers = {m.group(1).strip().lower() for line in lines
+                         if line.startswith("- ") and (m := _SPEAKER.match(_unstamped(line[2:])))}
 
     def __bool__(self) -> bool:
-        return bool(self.openings)
+        return self.written
 
     def line(self, text: str) -> bool:
         """Whether ``text``, a reply's first line, is written as the memory is: a title of
         the block alone ("[memory note]"), or — after a dash and a stamp in either bracket,
-        if any — a speaker of its lines and a colon, or a line's opening words."""
+        if any — a speaker of its lines and a colon."""
         bare = text.strip()
         if not self or not bare:
             return False
         if _TITLE.fullmatch(bare):
             return True
-        bare = _unstamped(bare.removeprefix("-").lstrip())
-        speaker = _SPEAKER.match(bare)
-        return bool(speaker and speaker.group(1).strip().lower() in self.speakers) or \
-            opening(bare) in self.openings
+        speaker = _SPEAKER.match(_unstamped(bare.removeprefix("-").lstrip()))
+        return bool(speaker and speaker.group(1).strip().lower() in self.speakers)
 
     def may_start(self, text: str) -> bool:
         """Whether ``text``, the start of a reply's first line, could still turn out to
