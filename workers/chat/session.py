@@ -188,10 +188,13 @@ class ChatSession:
         self.warming = threading.Thread(target=read_ahead, name="diarist-warm", daemon=True)
         self.warming.start()
 
-    def memory_text(self) -> str:
-        """All the memory in the prompt now: the start block and the notes in the history."""
-        notes = [m.note for m in self.history if m.note]
-        return "\n".join(t for t in [self.memory_block, *notes] if t)
+    def memory_text(self, *, start: bool = True, notes: bool = True,
+                    leave_out: frozenset[int] = frozenset()) -> str:
+        """The memory in the prompt now — the start block and the notes in the history — or
+        in one asked as :meth:`messages` is asked with ``start``, ``notes``, ``leave_out``."""
+        kept = [m.note for i, m in enumerate(self.history)
+                if notes and m.note and i not in leave_out]
+        return "\n".join(t for t in [self.memory_block if start else "", *kept] if t)
 
     def memory_in_prompt(self) -> int:
         """Tokens of memory in the prompt now: the start block and the notes of the
@@ -337,10 +340,9 @@ class ChatSession:
         """One model call (:meth:`_chat`'s ``start``, ``notes``, ``leave_out``) whose reply
         is held back while it may copy ``text`` (when ``echo``), an earlier reply or the
         memory its prompt holds; the guard is None when the prompt holds neither."""
-        kept = [m for i, m in enumerate(self.history) if i not in leave_out]
-        earlier = [m.content for m in kept if m.role == "assistant"]
-        memory = "\n".join(t for t in [self.memory_block if start else "",
-                                       *(m.note for m in kept if notes)] if t)
+        earlier = [m.content for i, m in enumerate(self.history)
+                   if m.role == "assistant" and i not in leave_out]
+        memory = self.memory_text(start=start, notes=notes, leave_out=leave_out)
         if not memory and not earlier:
             return self._chat([], on_token, on_reply_end, start=start, notes=notes,
                               leave_out=leave_out), None
