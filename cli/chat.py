@@ -284,7 +284,7 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     with EventLog(home.events_db) as log, open_store(home, log) as store:
         shown: set[str] = set()  # catch-up warnings already shown this session
         _onboard(home, log, store, onboard, shown)
-        line = _Line()
+        line = ReplyLine()
         session = ChatSession(home, log, store, llm, config, notify=line.note,
                               tools=config.memory.tools if tools is None else tools)
         session.start()
@@ -301,30 +301,41 @@ def chat(backend: str | None, model: str | None, base_url: str | None, script: P
     echo(f"Session ended ({session.turns} turns).")
 
 
-class _Line:
+class ReplyLine:
     """The reply line on the terminal: a notice from the session (say, the compression
-    notice, which comes before the reply's line is ended) starts on a line of its own."""
+    notice, which comes before the reply's line is ended) starts on a line of its own; one
+    that comes before the reply's first piece (the model asked again) is followed by the
+    line's prefix again, for the reply to come."""
 
     def __init__(self) -> None:
         self.open = False
+        self.prefix = ""     # the reply line's prefix while nothing else is on it
+
+    def start(self, prefix: str) -> None:
+        self.write(prefix)
+        self.prefix = prefix
 
     def write(self, piece: str) -> None:
         echo(piece, nl=False)
         if piece:
             self.open = not piece.endswith("\n")
+            self.prefix = ""
 
     def note(self, text: str) -> None:
+        prefix = self.prefix if self.open else ""
         self.end()
         echo(text)
+        if prefix:
+            self.start(prefix)
 
     def end(self, suffix: str = "") -> None:
         if self.open or suffix:
             echo(suffix)
-        self.open = False
+        self.open, self.prefix = False, ""
 
 
-def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None) -> None:
-    out = line_out or _Line()
+def _loop(session: ChatSession, after: AfterReply, line_out: ReplyLine | None = None) -> None:
+    out = line_out or ReplyLine()
     while True:
         after.report()  # the background shadow journal's news, before the prompt is shown
         try:
@@ -339,13 +350,14 @@ def _loop(session: ChatSession, after: AfterReply, line_out: _Line | None = None
             if not _slash(session, line):
                 return
             continue
-        out.write("assistant> ")
+        out.start("assistant> ")
         write = out.write
         shown = ToolCallFilter(write, lambda: session.tools) if session.tools else None
         try:
             reply = session.send(line, on_token=shown.token if shown else write,
                                  on_reply_end=shown.reply_end if shown else None)
         except DiaristError as exc:
+            out.end()  # the reply is over: no prefix again after the error
             out.note(f"Error: {exc}" + (f"\nHint: {exc.hint}" if exc.hint else ""))
             continue
         out.end(" [interrupted]" if reply.interrupted else "")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 
-from cli.chat import ToolCallFilter
+import pytest
+
+from cli.chat import ReplyLine, ToolCallFilter
 from events import Home
 from events.config import Config, MemoryConfig
 from events.types import Remembered
-from workers.chat.echo import EchoGuard, Recital, echoes
+from workers.chat.echo import ASKING_AGAIN, EchoGuard, Recital, echoes
 from workers.chat.session import ChatSession
 from workers.llm import ScriptedBackend
 from workers.llm.base import ChatReply, ChatStats
@@ -56,10 +58,13 @@ def test_an_echo_is_never_shown_and_asked_again_without_the_start_block(
     assert "Ann grows roses" in session.memory_block
     shown: list[str] = []
     ends: list[str] = []
+    notices: list[str] = []
+    session.notify = notices.append
     reply = session.send(MESSAGE, on_token=shown.append,
                          on_reply_end=lambda r: ends.append(r.text))
     assert reply.text == OWN_REPLY and "".join(shown) == OWN_REPLY
     assert ends == [OWN_REPLY]     # the echo's call never reached the caller
+    assert notices == [ASKING_AGAIN["echo"]]   # the person is told why the wait
     first, again = backend.systems
     assert "Ann grows roses" in first and "[memory context]" not in again
     (turn,) = stores[0].read(types=["AssistantTurn"])
@@ -96,7 +101,9 @@ def test_the_second_asking_keeps_the_notes_and_a_copy_again_is_asked_alone(
     seed(log)
     store.catch_up_all()
     backend = EchoesWithAnyMemory()
-    session = started(ChatSession(home, log, store, backend, Config(), tools=False))
+    notices: list[str] = []
+    session = started(ChatSession(home, log, store, backend, Config(), tools=False,
+                                  notify=notices.append))
     session.send("Hello!")        # a first message's note is capped: none here
     backend.requests.clear()
     shown: list[str] = []
@@ -104,6 +111,7 @@ def test_the_second_asking_keeps_the_notes_and_a_copy_again_is_asked_alone(
     reply = session.send(message, on_token=shown.append)
     assert reply.text == OWN_REPLY == "".join(shown)
     assert session.asked_again == {"echo": 1, "repeat": 0, "recital": 0, "alone": 1}
+    assert notices == [ASKING_AGAIN["echo"], ASKING_AGAIN["alone"]]
     first, again, alone = backend.requests
     assert "[memory context]" in first[0]["content"]
     assert "[memory context]" not in again[0]["content"]
@@ -124,6 +132,25 @@ def test_an_echo_through_the_terminal_filter_prints_only_the_reply(
     session = session_on(home, stores, EchoesWithStartBlock())
     session.send(MESSAGE, on_token=shown.token, on_reply_end=shown.reply_end)
     assert "".join(printed) == OWN_REPLY
+
+
+def test_a_notice_before_the_reply_is_followed_by_the_reply_line_s_prefix(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal: a notice while the model is asked again (only the prefix shown) gets
+    a line of its own and the prefix again; one after the reply's first piece (the
+    compression notice) only a line of its own; an error ends the reply line for good."""
+    line = ReplyLine()
+    line.start("assistant> ")
+    line.note(ASKING_AGAIN["echo"])
+    line.write("Glad it went well!")
+    line.note("[context ~80% full — compressing older turns]")
+    line.start("assistant> ")
+    line.end()
+    line.note("Error: the server closed the stream")
+    assert capsys.readouterr().out.splitlines() == [
+        "assistant> ", ASKING_AGAIN["echo"], "assistant> Glad it went well!",
+        "[context ~80% full — compressing older turns]", "assistant> ",
+        "Error: the server closed the stream"]
 
 
 def test_a_reply_that_parts_from_the_message_streams_once(home: Home, stores: Stores) -> None:

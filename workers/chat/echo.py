@@ -32,6 +32,15 @@ from ..llm import ChatReply
 ECHO_CHARS = 30   # how much of a message a reply must repeat, from its start, to echo it
 RECITAL_CHARS = 100  # a first line not told a recital by this length is shown
 
+# what the chat tells the person while the model is asked again, by the copy held back
+# (``alone``: a copy again, asked a last time with the message alone); the wait is seconds
+ASKING_AGAIN = {
+    "echo": "[the reply only repeated your message — asking again]",
+    "repeat": "[the reply repeated an earlier one — asking again]",
+    "recital": "[the reply recited the memory — asking again without it]",
+    "alone": "[that one copied too — asking with your message alone]",
+}
+
 _TITLE = re.compile(r"\[[^\]\n]{1,40}\]")                   # [most relevant]
 _STAMP = re.compile(r"[(\[][^)\]\n]{1,60}[)\]]\s*")          # (25 May 2023, 3 years ago)
 _SPEAKER = re.compile(r"([^:\n]{1,40}):\s")                  # Caroline: …

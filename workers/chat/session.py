@@ -47,7 +47,7 @@ from ..llm import (
     ModelNotFound,
     ReplyCutOff,
 )
-from .echo import EchoGuard
+from .echo import ASKING_AGAIN, EchoGuard
 from .instruction import instruction
 from .memory import SessionMemory, giving_way, note_room, with_note
 from .tools import (
@@ -325,11 +325,13 @@ class ChatSession:
         less = ways[guard.copy]
         self.asked_again[guard.copy] += 1
         logger.info("chat.asked_again", session=self.id, copy=guard.copy)
+        self.notify(ASKING_AGAIN[guard.copy])
         reply, guard = self._guarded(text, on_token, on_reply_end, echo=True, **less)
         if guard is None or guard.copy is None:
             return reply
         self.asked_again["alone"] += 1
         logger.info("chat.asked_alone", session=self.id, copy=guard.copy)
+        self.notify(ASKING_AGAIN["alone"])
         return self._chat([], on_token, on_reply_end, start=False, notes=False,
                           leave_out=earlier)
 
