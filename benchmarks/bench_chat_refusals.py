@@ -15,7 +15,10 @@ LongMemEval's a person's requests to an assistant. Replies are capped at 64 toke
 temperature 0 unless ``--temperature`` says otherwise (``--temperature server``: the
 server's own, what `diarist chat` uses by default). A reply counts as a refusal when it says
 it cannot help, assist, provide or discuss (:data:`REFUSAL`), an echo when it begins as
-the message does (:func:`workers.chat.echo.echoes`: the first 30 characters), a repeat when
+the message does (:func:`workers.chat.echo.echoes`: the first 30 characters), a
+restatement when it is no echo but says the message again in other words
+(:func:`restates`: "Maria, getting sponsors was difficult. …" to "Definitely, Maria!
+Getting sponsors was difficult. …"; the chat does not hold these back), a repeat when
 it begins as an earlier reply of its session does, a recital when its first line is written
 as the memory in its prompt is (:class:`workers.chat.echo.Recital`: "[most relevant]",
 "(9 August 2023) Tim: …"); the figures are how many of each, per source, and how many
@@ -71,6 +74,10 @@ SOURCES = {"locomo": SHARED / "locomo",
 PER_SOURCE = 5     # conversations (LoCoMo) or question histories (LongMemEval) of each source
 MAX_TOKENS = 64
 SEED = 12
+# a reply whose word pairs are this much the message's says it again; at 0.85 each one of
+# the stored replies read says the message back (docs/experiments.md, "The message again")
+RESTATED_SHARE = 0.85
+WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 class Reply(NamedTuple):
@@ -141,10 +148,12 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
                 reply = got.text
                 refused = bool(REFUSAL.search(reply))
                 echoed = echoes(reply, text)
+                restated = not echoed and restates(reply, text)
                 repeated = opening(reply) in {opening(r.text) for r in replies[:i]}
                 recited = Recital(got.memory).reply(reply)
                 rows.append({"conversation": conversation.id, "message": text,
                              "reply": reply, "refused": refused, "echoed": echoed,
+                             "restated": restated,
                              "repeated": repeated, "recited": recited,
                              "asked_again": got.asked_again, "seconds": got.seconds})
                 if show:
@@ -155,11 +164,25 @@ def run(root: Path, homes: Path, url: str, messages: int, show: bool,
                           f"{reply[:90]!r}", flush=True)
         results[source] = {"messages": len(rows), "refused": sum(r["refused"] for r in rows),
                            "echoed": sum(r["echoed"] for r in rows),
+                           "restated": sum(r["restated"] for r in rows),
                            "repeated": sum(r["repeated"] for r in rows),
                            "recited": sum(r["recited"] for r in rows),
                            "asked_again": dict(again), "seconds": _seconds(rows),
                            "rows": rows}
     return results
+
+
+def restates(reply: str, message: str) -> bool:
+    """Whether ``reply`` says ``message`` again in other words: at least
+    :data:`RESTATED_SHARE` of its pairs of neighbouring words (two or more) are the
+    message's."""
+    pairs, said = _pairs(reply), set(_pairs(message))
+    return len(pairs) >= 2 and sum(p in said for p in pairs) >= RESTATED_SHARE * len(pairs)
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    words = WORD.findall(text.lower().replace("\u2019", "'"))
+    return list(zip(words, words[1:], strict=False))
 
 
 def main() -> None:
@@ -207,14 +230,15 @@ def main() -> None:
           f"window, tools off, temperature {args.temperature}",
           "— without memory" if args.no_memory else "",
           "— after the night" if args.night else "")
-    print("| source | messages | refused | echoed | repeated | recited "
+    print("| source | messages | refused | echoed | restated | repeated | recited "
           "| asked again: echoes, repeats, recitals; alone | seconds to the reply, median, "
           "asked 0 / 1 / 2 times more |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for source, result in results.items():
         again = result["asked_again"]
         print(f"| {source} | {result['messages']} | {result['refused']} | "
-              f"{result['echoed']} | {result['repeated']} | {result['recited']} | "
+              f"{result['echoed']} | {result['restated']} | {result['repeated']} | "
+              f"{result['recited']} | "
               f"{again.get('echo', 0)}, {again.get('repeat', 0)}, "
               f"{again.get('recital', 0)}; {again.get('alone', 0)} | "
               + " / ".join(str(result["seconds"].get(n, "–")) for n in (0, 1, 2)) + " |")
