@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
 from cli.chat import ReplyLine, ToolCallFilter
+from cli.main import cli
 from events import Home
 from events.config import Config, MemoryConfig
 from events.types import Remembered
@@ -151,6 +153,21 @@ def test_a_notice_before_the_reply_is_followed_by_the_reply_line_s_prefix(
         "assistant> ", ASKING_AGAIN["echo"], "assistant> Glad it went well!",
         "[context ~80% full — compressing older turns]", "assistant> ",
         "Error: the server closed the stream"]
+
+
+def test_the_chat_tells_the_person_it_asks_again(home: Home, stores: Stores,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`diarist chat` in a terminal: the echo never shows; a notice says why the wait, then
+    the reply comes on its own `assistant> ` line."""
+    log, store = stores
+    log.append(Remembered(text="Ann grows roses in her garden"), stream="memory")
+    store.catch_up_all()
+    monkeypatch.setattr("workers.llm.make_backend", lambda *_a, **_k: EchoesWithStartBlock())
+    result = CliRunner().invoke(cli, ["chat", "--no-tools"], input=f"{MESSAGE}\n/exit\n",
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"assistant> \n{ASKING_AGAIN['echo']}\nassistant> {OWN_REPLY}\n" in result.output
+    assert MESSAGE not in result.output.replace(f"you> {MESSAGE}", "")
 
 
 def test_a_reply_that_parts_from_the_message_streams_once(home: Home, stores: Stores) -> None:
