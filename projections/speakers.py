@@ -110,6 +110,21 @@ def chat_sessions(db: sqlite3.Connection, sessions: Iterable[str]) -> set[str]:
         return set()
 
 
+def person_name(db: sqlite3.Connection) -> str:
+    """The name of the person whose memory this is, as their own turns give it: the one
+    name the user's turns carry besides "user" (an imported export that names them:
+    "Maya"), or "" when they carry none or several. diarist's chat and proxy record the
+    person's turns as "user"; mining writes those in that name, so "I live in Leeds now"
+    said in a chat replaces what the person's imported chats said of "Maya"."""
+    try:
+        rows = db.execute("SELECT DISTINCT name FROM turns WHERE role = 'user'").fetchall()
+    except sqlite3.OperationalError:  # the projection does not exist yet
+        return ""
+    names = {name.strip() for (name,) in rows if name.strip()
+             and name.strip().casefold() not in GENERIC_SPEAKERS | {"user"}}
+    return min(names) if len({name.casefold() for name in names}) == 1 else ""
+
+
 def is_model(speaker: str, session: str, chats: set[str]) -> bool:
     """Whether a turn by ``speaker`` in ``session`` is a model's reply (see
     :data:`GENERIC_SPEAKERS`, :func:`chat_sessions`)."""

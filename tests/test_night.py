@@ -13,11 +13,19 @@ from freezegun import freeze_time
 
 from events import EventLog, Home, clock
 from events.transcript import import_file
-from events.types import MemoriesMined, Remembered
+from events.types import (
+    AssistantTurn,
+    MemoriesMined,
+    Remembered,
+    SessionEnded,
+    SessionStarted,
+    UserTurn,
+)
 from projections import open_store
 from projections.inject import build_injection
 from projections.memories import list_memories
 from projections.recall import recall
+from projections.speakers import person_name
 from workers.consolidation.consolidate import consolidate
 from workers.dreaming.dream import dream
 from workers.mining.distribute import LocalExtractor
@@ -229,3 +237,66 @@ def test_the_night_starts_at_its_hour_of_local_time(zone: str, first_due_utc: st
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def _chat(home: Home, session: str, at: dt.datetime, *texts: str) -> None:
+    """A diarist chat session at ``at``: the person's messages (recorded as "user", as the
+    chat records them), each answered, then ended."""
+    with EventLog(home.events_db) as log:
+        log.append(SessionStarted(session=session, backend="scripted", model="m"),
+                   stream=session, occurred_at=at)
+        for n, text in enumerate(texts):
+            when = at + dt.timedelta(minutes=n + 1)
+            log.append(UserTurn(session=session, text=text, name="user"), stream=session,
+                       occurred_at=when)
+            log.append(AssistantTurn(session=session, text="Noted.", name="m"), stream=session,
+                       occurred_at=when)
+        log.append(SessionEnded(session=session, turns=len(texts)), stream=session,
+                   occurred_at=at + dt.timedelta(minutes=len(texts) + 1))
+
+
+def test_what_the_person_says_in_a_chat_is_theirs_by_the_name_their_chats_give(
+        home: Home, tmp_path: Path) -> None:
+    """Imported chats name the person ("Maya"); the chat records them as "user". Mined as
+    "the user", a move told in a chat would stand beside the old home instead of replacing
+    it, and the family line would be written twice."""
+    path = write_transcript(tmp_path / "t.jsonl", [
+        {"session": "s1", "at": "2024-03-01T09:00:00Z", "role": "user", "name": "Maya",
+         "text": "I live in Berlin.", "ref": "c:1"},
+        {"session": "s1", "at": "2024-03-01T09:01:00Z", "role": "user", "name": "Maya",
+         "text": "My partner Tom is a nurse.", "ref": "c:2"}])
+    with EventLog(home.events_db) as log:
+        import_file(log, path)
+    _chat(home, "chat/1", dt.datetime(2024, 3, 10, 18, tzinfo=dt.UTC),
+          "Big news: I moved to Lisbon, I live in Lisbon now.",
+          "My sister Ana came to help with the boxes.")
+    with clock.frozen(NIGHT):
+        report = run_night(home, lambda h, spec: LocalExtractor(spec))
+    assert report.dreamt is not None and report.dreamt.superseded == 1
+    memory_md = (home.memory_dir / "MEMORY.md").read_text()
+    assert "Maya lives in Lisbon now" in memory_md
+    assert "Berlin" not in memory_md and "The user" not in memory_md
+    assert memory_md.count("family: ") == 1 and "a sister (Ana)" in memory_md
+
+
+def test_the_person_is_named_only_when_their_turns_give_one_name(home: Home,
+                                                                  tmp_path: Path) -> None:
+    with open_store(home) as store:
+        store.catch_up_all()
+        assert person_name(store.db) == ""       # an empty log
+    turns = [{"session": "s1", "at": "2024-03-01T09:00:00Z", "role": role, "name": name,
+              "text": "Hello.", "ref": f"c:{n}"}
+             for n, (role, name) in enumerate([("user", "user"), ("assistant", "Sam"),
+                                               ("user", "Maya"), ("user", "maya")])]
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "a.jsonl", turns))
+    with open_store(home) as store:
+        store.catch_up_all()
+        assert person_name(store.db) == "Maya"   # "user" and the other side's name aside
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "b.jsonl", [
+            {"session": "s2", "at": "2024-03-02T09:00:00Z", "role": "user", "name": "Tom",
+             "text": "Hi.", "ref": "d:1"}]))
+    with open_store(home) as store:
+        store.catch_up_all()
+        assert person_name(store.db) == ""       # two people: neither is assumed

@@ -74,6 +74,7 @@ from projections.readable import (
 from projections.recall import long_turns
 from projections.relative_time import DAY_NAME, MONTH_NAME, annotate, day_text
 from projections.secrets import scrub
+from projections.speakers import person_name
 from projections.tokens import estimate
 from projections.turns import cited_turns, turns_saying
 from projections.when import from_said, last_day, periods, yearly
@@ -82,7 +83,7 @@ from ..dreaming.dream import log_now
 from ..llm.lenient_json import decode_lenient
 from ..mining.attributes import attribute_of, is_taste
 from ..mining.candidates import HEURISTIC
-from ..mining.chunks import is_source, strip_injected
+from ..mining.chunks import is_source, speaker, strip_injected
 from ..mining.extract import MinerSpec, backend_for
 from ..mining.statements import CAPTION, display_name, is_event, is_past
 from ..mining.text import content_words, grounded, names_something, normal, zipf
@@ -1052,13 +1053,13 @@ def own_turns(store: ProjectionStore) -> list[tuple[str, str, str]]:
     forgotten memory was mined from (what the person asked to forget), nor a long one
     (:func:`projections.recall.long_turns`: "my little sister Stella sang" is a story
     pasted in to be analysed)."""
-    imported = imported_sessions(store.db)
+    imported, person = imported_sessions(store.db), person_name(store.db)
     forgotten = {ref for m in list_memories(store.db, None, ("forgotten",)) for ref in m.refs}
     turns = [turn for turn in turns_saying(store.db, KIN_PHRASES)
              if is_source(turn.role, turn.name or turn.role, imported=turn.session in imported)
              and not {turn.ref, turn.event_id} & forgotten]
     long = long_turns(store.db, [turn.event_id for turn in turns])
-    return [(turn.ref or turn.event_id, display_name(turn.name or turn.role),
+    return [(turn.ref or turn.event_id, display_name(speaker(turn.role, turn.name, person)),
              strip_injected(turn.text)) for turn in turns if turn.event_id not in long]
 
 

@@ -103,8 +103,11 @@ def strip_injected(text: str) -> str:
     return "\n".join(out).strip()
 
 
-def session_turns(log: EventLog, state: SessionState) -> list[Turn]:
-    """The session's turns after ``mined_upto``, cleaned; numbered later, per chunk."""
+def session_turns(log: EventLog, state: SessionState, person: str = "") -> list[Turn]:
+    """The session's turns after ``mined_upto``, cleaned; numbered later, per chunk. A user
+    turn under no name of a person's ("user": diarist's chat and proxy record them so) is
+    ``person``'s, when the log names the person (:func:`projections.speakers.person_name`):
+    its facts are then theirs, not "the user's" beside them (:func:`speaker`)."""
     chat = state.backend != IMPORT_BACKEND
     out: list[Turn] = []
     for event in log.read(state.mined_upto, stream=state.session, types=TURNS):
@@ -113,11 +116,20 @@ def session_turns(log: EventLog, state: SessionState) -> list[Turn]:
             continue  # never: the read is of turns only
         role = "user" if isinstance(turn, UserTurn) else "assistant"
         text = " ".join(strip_injected(scrub(turn.text)).split())
-        speaker = turn.name or role
-        out.append(Turn(0, event.seq, event.id, event.ref or event.id, role, speaker, text,
+        who = speaker(role, turn.name, person)
+        out.append(Turn(0, event.seq, event.id, event.ref or event.id, role, who, text,
                         event.occurred_at,
-                        source=bool(text) and is_source(role, speaker, imported=not chat)))
+                        source=bool(text) and is_source(role, who, imported=not chat)))
     return out
+
+
+def speaker(role: str, name: str, person: str = "") -> str:
+    """A turn's speaker as mining names it: its name, else its role; a user turn under no
+    person's name ("user") is ``person``'s, when the log names the person
+    (:func:`projections.speakers.person_name`; "" when it does not)."""
+    if person and role == "user" and normal(name or role) in GENERIC_SPEAKERS:
+        return person
+    return name or role
 
 
 def is_source(role: str, speaker: str, *, imported: bool) -> bool:

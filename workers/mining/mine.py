@@ -35,6 +35,7 @@ from events.types import MemoriesMined, MiningFailed
 from projections import ProjectionStore, open_store
 from projections.memories import USER
 from projections.mining import session_state, waiting_sessions
+from projections.speakers import person_name
 
 from ..pass_lock import pass_lock
 from ..sync.progress import ProgressFactory, no_progress
@@ -81,10 +82,11 @@ def plan(log: EventLog, store: ProjectionStore, config: Config, *, chunk_tokens:
                if s is not None and s.last_turn_seq > s.mined_upto]
               if sessions is not None else waiting_sessions(store.db))
     chunks: list[Chunk] = []
+    person = person_name(store.db)
     for state in states:
         if sessions is None and not ready(state, now, config.mining.idle_hours):
             continue
-        chunks += cut_chunks(state.session, session_turns(log, state), chunk_tokens)
+        chunks += cut_chunks(state.session, session_turns(log, state, person), chunk_tokens)
     return chunks
 
 
