@@ -170,14 +170,20 @@ def test_memory_md_keeps_what_was_asked_as_the_speakers_own_note(home: Home,
     assert all(v.same for v in verify(home))   # replay rebuilds the same, with no model
 
 
-def test_what_a_person_noted_and_also_asked_in_a_chat_is_one_memory(home: Home,
-                                                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [False, True])
+def test_what_a_person_noted_and_also_asked_in_a_chat_is_one_memory(home: Home, tmp_path: Path,
+                                                                     named: bool) -> None:
     """A ``/remember`` (or the tool's) in the first person and the same asked in the chat:
-    mining reinforces the note instead of writing it again in the third person."""
+    mining reinforces the note instead of writing it again in the third person — in the
+    person's name too, when their imported chats give one (``named``)."""
     from workers.memory.remember import remember
 
     remember(home, "I'm allergic to penicillin")
     with EventLog(home.events_db) as log:
+        if named:   # an earlier import names the person; nothing in it to mine
+            import_file(log, write_transcript(tmp_path / "maya.jsonl", [
+                {"session": "m", "at": "2026-11-01T10:00:00Z", "role": "user",
+                 "name": "Maya", "text": "Hello!", "ref": "m1"}]))
         import_file(log, write_transcript(tmp_path / "t.jsonl", [
             {"session": "s", "at": "2026-11-10T10:00:00Z", "role": "user", "name": "user",
              "text": "I am allergic to penicillin, please remember that.", "ref": "r1"}]))

@@ -3,8 +3,8 @@ duplicate by embedding (:func:`workers.mining.text.says_as_much`: cosine ≥ 0.9
 guards on numbers, names and word order, or a shorter statement an active one subsumes; a
 fuller statement is mined, and dreaming merges the shorter into it). A person's own note
 in the first person ("I'm allergic to penicillin", a ``/remember``) is read as mining
-would write it too ("The user is allergic to penicillin"), so what they also said in a
-chat is no second line.
+would write it too ("The user is allergic to penicillin", or in the person's name when the
+log gives one: "Maya is …"), so what they also said in a chat is no second line.
 
 The embedding check runs only when an embedding model has been chosen (``diarist sync``
 exports it): the embedder is loaded on the first candidate that the normal form does not
@@ -20,6 +20,7 @@ from events import Home
 from projections import ProjectionStore
 from projections.memories import USER, list_memories
 from projections.memory_vectors import memory_vectors
+from projections.speakers import person_name
 
 from .requests import about_speaker
 from .statements import third_person
@@ -39,11 +40,12 @@ class ActiveMemories:
         self.by_normal: dict[str, str] = {}
         self.subjects: set[str] = set()   # the subject keys of the current values
         self._restated: set[int] = set()    # rows of a note in the third person: embed anew
+        person = person_name(store.db) or USER   # as mining names them (:func:`.chunks.speaker`)
         for memory in list_memories(store.db):
             self._remember(memory.id, memory.content, memory.subject)
             if memory.source == USER and about_speaker(memory.content):
                 self._restated.add(len(self.ids))
-                self._remember(memory.id, third_person(memory.content, USER))
+                self._remember(memory.id, third_person(memory.content, person))
         self._embedder: Any = None
         self._buffer: np.ndarray | None = None   # row i: the vector of self.ids[i]
         self._rows = 0
