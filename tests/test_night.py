@@ -300,3 +300,24 @@ def test_the_person_is_named_only_when_their_turns_give_one_name(home: Home,
     with open_store(home) as store:
         store.catch_up_all()
         assert person_name(store.db) == ""       # two people: neither is assumed
+
+
+def test_a_value_mined_as_the_users_is_the_persons_once_their_chats_are_imported(
+        home: Home, tmp_path: Path) -> None:
+    """The other order: a chat first (nothing names the person yet: "The user lives in
+    Lisbon now"), then an import of older chats that names them ("Maya": "I live in
+    Berlin"). The value said last still wins over the other's."""
+    _chat(home, "chat/1", dt.datetime(2024, 3, 10, 18, tzinfo=dt.UTC),
+          "Big news: I moved to Lisbon, I live in Lisbon now.")
+    with clock.frozen(NIGHT):
+        run_night(home, lambda h, spec: LocalExtractor(spec))
+    assert "the user lives in Lisbon now" in (home.memory_dir / "MEMORY.md").read_text()
+    with EventLog(home.events_db) as log:
+        import_file(log, write_transcript(tmp_path / "t.jsonl", [
+            {"session": "s1", "at": "2024-03-01T09:00:00Z", "role": "user", "name": "Maya",
+             "text": "I live in Berlin.", "ref": "c:1"}]))
+    with clock.frozen(NIGHT + dt.timedelta(days=1)):
+        report = run_night(home, lambda h, spec: LocalExtractor(spec))
+    assert report.dreamt is not None and report.dreamt.superseded == 1
+    memory_md = (home.memory_dir / "MEMORY.md").read_text()
+    assert "Lisbon" in memory_md and "Berlin" not in memory_md

@@ -66,8 +66,9 @@ from events.types import (
     UserTurn,
 )
 from projections import ProjectionStore, open_store
-from projections.memories import Memory, faded, list_memories
+from projections.memories import USER, Memory, faded, list_memories
 from projections.memory_vectors import memory_vectors
+from projections.speakers import person_name
 from projections.turns import cited_turns
 
 from ..mining.attributes import (
@@ -254,10 +255,10 @@ def turn_times(store: ProjectionStore) -> Spoken:
 
 def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport,
                names: frozenset[str] = frozenset(), sureness: Sureness | None = None,
-               spoken: Spoken | None = None) -> tuple[list[NewEvent], set[str]]:
+               spoken: Spoken | None = None, person: str = "") -> tuple[list[NewEvent], set[str]]:
     by_subject: dict[str, list[Memory]] = {}
     for memory in memories:
-        subject = subject_of(memory)
+        subject = _in_name(subject_of(memory), person)
         if subject and states_a_value(memory, names):
             by_subject.setdefault(subject, []).append(memory)
     events: list[NewEvent] = []
@@ -279,6 +280,14 @@ def _conflicts(memories: list[Memory], said: dict[str, str], report: DreamReport
         report.decisions.append(f"supersede {len(losers)} by {winner.id} ({subject}): "
                                 f"{winner.content[:80]}")
     return events, gone
+
+
+def _in_name(subject: str, person: str) -> str:
+    """``subject`` ("user|home") as of ``person`` ("maya|home") when the log names the person
+    (:func:`projections.speakers.person_name`): a value mined as "the user's" before the
+    person's named chats were imported is the same person's as theirs."""
+    who, bar, label = subject.rpartition("|")
+    return f"{person.casefold()}{bar}{label}" if person and who == USER else subject
 
 
 def _replaced(subject: str, members: list[Memory], said: dict[str, str],
@@ -341,10 +350,10 @@ def classifier_sureness(home: Home, store: ProjectionStore) -> Sureness:
         classifier = loaded[0]
         if classifier is None:
             return {}
-        who, _, label = subject.rpartition("|")
-        key = attribute_of(label)
-        found = classifier.sureness([(m.content, _as_written(who, m.content), key)
-                                     for m in memories])
+        label = subject.rpartition("|")[2]
+        key = attribute_of(label)   # each as its own person (:func:`_in_name`)
+        found = classifier.sureness([(m.content, _as_written(
+            subject_of(m).rpartition("|")[0], m.content), key) for m in memories])
         return {m.id: p for m, p in zip(memories, found, strict=True)}
 
     return sureness
@@ -417,7 +426,8 @@ def dream(home: Home, *, now: dt.datetime | None = None, dry_run: bool = False,
             remaining = [m for m in memories if m.id not in gone]
             conflicts, superseded = _conflicts(
                 remaining, said, report, speaker_names(store),
-                classifier_sureness(home, store) if embed else None, turn_times(store))
+                classifier_sureness(home, store) if embed else None, turn_times(store),
+                person_name(store.db))
             step(1)
             remaining = [m for m in remaining if m.id not in superseded]
             decay = _fade(log, remaining, said, now, config.dreaming.half_life_days,
