@@ -110,6 +110,10 @@ def chat_sessions(db: sqlite3.Connection, sessions: Iterable[str]) -> set[str]:
         return set()
 
 
+# what an export calls the person when it does not name them
+NO_PERSON = frozenset({"user", "human", "me", "you"})
+
+
 def person_name(db: sqlite3.Connection) -> str:
     """The name of the person whose memory this is, as their own turns give it: the one
     name the user's turns carry besides "user" (an imported export that names them:
@@ -121,7 +125,7 @@ def person_name(db: sqlite3.Connection) -> str:
     except sqlite3.OperationalError:  # the projection does not exist yet
         return ""
     names = {name.strip() for (name,) in rows if name.strip()
-             and name.strip().casefold() not in GENERIC_SPEAKERS | {"user"}}
+             and name.strip().casefold() not in GENERIC_SPEAKERS | NO_PERSON}
     return min(names) if len({name.casefold() for name in names}) == 1 else ""
 
 

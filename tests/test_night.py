@@ -287,12 +287,13 @@ def test_the_person_is_named_only_when_their_turns_give_one_name(home: Home,
     turns = [{"session": "s1", "at": "2024-03-01T09:00:00Z", "role": role, "name": name,
               "text": "Hello.", "ref": f"c:{n}"}
              for n, (role, name) in enumerate([("user", "user"), ("assistant", "Sam"),
-                                               ("user", "Maya"), ("user", "maya")])]
+                                               ("user", "Me"), ("user", "Maya"),
+                                               ("user", "maya")])]
     with EventLog(home.events_db) as log:
         import_file(log, write_transcript(tmp_path / "a.jsonl", turns))
     with open_store(home) as store:
         store.catch_up_all()
-        assert person_name(store.db) == "Maya"   # "user" and the other side's name aside
+        assert person_name(store.db) == "Maya"   # "user", "Me", the other side's name aside
     with EventLog(home.events_db) as log:
         import_file(log, write_transcript(tmp_path / "b.jsonl", [
             {"session": "s2", "at": "2024-03-02T09:00:00Z", "role": "user", "name": "Tom",
