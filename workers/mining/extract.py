@@ -34,7 +34,10 @@ employer: recall injects every active profile memory first, so a model calling e
 ``user_preference``; turn numbers that name source lines of the chunk (else the source line
 sharing most words with it); and only when its content shares at least two content words
 (stemmed, speakers' names included) with the lines it cites — a small model that copies
-the prompt or invents a fact is dropped here.
+the prompt or invents a fact is dropped here. Its relative time is dated from the turn it
+cites first, as the heuristic's statements are (:func:`projections.relative_time.resolve`:
+"… moved to Leeds last week" → "… in the week of 30 November 2026"): a MEMORY.md line
+read a month on says when.
 """
 from __future__ import annotations
 
@@ -46,8 +49,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import memory_types
+from events.clock import from_iso
 from events.config import Config, LLMConfig
 from events.memory_types import DEFAULT, PREFERENCE, PROFILE, PROJECT_FACT, TOOL_USE, WORKFLOW
+from projections.relative_time import resolve
 
 from ..llm import Backend, make_backend
 from ..llm.lenient_json import LenientJSONError, loads_lenient
@@ -289,6 +294,7 @@ def to_candidate(item: Any, chunk: Chunk) -> Candidate | None:
     if not cited or not grounded(content, " ".join(f"{t.speaker}: {t.text}" for t in cited)):
         return None
     speaker = cited[0].speaker
+    content = resolve(content, from_iso(cited[0].at))
     kind = str(item.get("kind") or "").strip().lower()
     subject = normal_subject(str(item.get("subject") or ""), speaker) \
         or subject_key(content, speaker)
