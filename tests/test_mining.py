@@ -337,16 +337,20 @@ def test_a_model_gives_typed_memories_with_kind_confidence_tags_subject_and_refs
     assert "[scripted] Maya lives in Berlin" in (home.memory_dir / "2024-03-01.md").read_text()
 
 
-def test_a_models_relative_time_is_dated_from_the_turn_it_cites(home: Home,
-                                                                tmp_path: Path) -> None:
-    """As the heuristic's statements are: "last month" said on 10 March 2024 is February."""
+def test_a_models_memory_is_written_as_a_statement_of_the_turn_it_cites(home: Home,
+                                                                       tmp_path: Path) -> None:
+    """As the heuristic's statements are: the speaker's own words left in it in the third
+    person, "last month" said on 10 March 2024 dated February."""
     import_turns(home, tmp_path, [turn("m/1", "2024-03-10T18:00:00Z", "user", "Maya",
-                                       "I moved to Lisbon last month, I love it here.", "r1")])
+                                       "I moved to Lisbon last month, I love my street.", "r1")])
     spec = scripted(tmp_path, {"reply": answer(
         {"type": "workspace_profile", "content": "Maya moved to Lisbon last month",
-         "subject": "home city", "turns": [1]})})
-    assert mine(home, spec).new == 1
-    assert [m.content for m in memories(home)] == ["Maya moved to Lisbon in February 2024"]
+         "subject": "home city", "turns": [1]},
+        {"type": "user_preference", "content": "Maya moved and I love my street",
+         "turns": [1]})})
+    assert mine(home, spec).new == 2
+    assert sorted(m.content for m in memories(home)) == [
+        "Maya moved and Maya loves Maya's street", "Maya moved to Lisbon in February 2024"]
 
 
 def test_a_broken_answer_is_retried_once_with_the_error_shown(home: Home,

@@ -34,10 +34,13 @@ employer: recall injects every active profile memory first, so a model calling e
 ``user_preference``; turn numbers that name source lines of the chunk (else the source line
 sharing most words with it); and only when its content shares at least two content words
 (stemmed, speakers' names included) with the lines it cites — a small model that copies
-the prompt or invents a fact is dropped here. Its relative time is dated from the turn it
-cites first, as the heuristic's statements are (:func:`projections.relative_time.resolve`:
-"… moved to Leeds last week" → "… in the week of 30 November 2026"): a MEMORY.md line
-read a month on says when.
+the prompt or invents a fact is dropped here. It is written as the heuristic's statements
+are: of the speaker of the turn it cites first, in the third person (a fifth of the 0.5B's
+memories keep the speaker's words: "Jon is starting a dance studio 'cause I'm passionate
+about dancing" → "… 'cause Jon is passionate …"; :func:`.statements.third_person`), its
+relative time dated from that turn (:func:`projections.relative_time.resolve`: "… moved to
+Leeds last week" → "… in the week of 30 November 2026"): a MEMORY.md line read a month on
+says whose and when.
 """
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ from ..llm.lenient_json import LenientJSONError, loads_lenient
 from .candidates import HEURISTIC, KINDS, Candidate, Extraction
 from .chunks import Chunk, Turn
 from .heuristic import asked_notes, heuristic_candidates, kind_of, type_of
+from .statements import third_person
 from .text import content_words, grounded, normal_subject, stem, subject_key, tags_of
 
 SYSTEM = (
@@ -294,7 +298,7 @@ def to_candidate(item: Any, chunk: Chunk) -> Candidate | None:
     if not cited or not grounded(content, " ".join(f"{t.speaker}: {t.text}" for t in cited)):
         return None
     speaker = cited[0].speaker
-    content = resolve(content, from_iso(cited[0].at))
+    content = resolve(third_person(content, speaker), from_iso(cited[0].at))
     kind = str(item.get("kind") or "").strip().lower()
     subject = normal_subject(str(item.get("subject") or ""), speaker) \
         or subject_key(content, speaker)
