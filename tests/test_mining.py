@@ -224,6 +224,24 @@ def test_a_coding_users_work_is_typed_as_work(sentence: str, type_: str | None) 
     assert type_of(sentence) == type_
 
 
+def test_a_tool_note_is_about_software_when_the_chat_shows_code() -> None:
+    """"click" is no word of software on its own; in a chat whose turns show code (the
+    assistant's fenced block), "I'm using click for the commands" is a tool note, and a
+    plan there a project's. The same words in a chat with no code stay a preference."""
+    user = Turn(1, 1, "e1", "r1", "user", "Maya",
+                "I'm using click for the commands. I'm going to add a week command next.",
+                "2026-03-02T09:00:00Z", source=True)
+    code = Turn(2, 2, "e2", "r2", "assistant", "assistant",
+                "Like this:\n```python\n@click.group()\ndef cli():\n    pass\n```",
+                "2026-03-02T09:00:30Z", source=False)
+    plain = Turn(2, 2, "e2", "r2", "assistant", "assistant", "Sounds good, go for it.",
+                 "2026-03-02T09:00:30Z", source=False)
+    assert [c.type for c in heuristic_candidates(Chunk("s", [user, code]))] == [
+        "tool_use", "project_fact"]
+    assert [c.type for c in heuristic_candidates(Chunk("s", [user, plain]))] == [
+        "user_preference", "user_preference"]
+
+
 def test_a_failure_and_the_fix_said_after_it_are_one_memory() -> None:
     """A coding session's failure, then its fix: one tool note that tells both, citing both
     turns; the failure alone would stay in MEMORY.md as if still true."""

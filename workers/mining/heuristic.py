@@ -15,7 +15,10 @@ else asked to be remembered as said ("Remember that the deploy key lives in the 
 or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_use``; a fix
 said after such a failure in the chunk is one memory with it, and a failure its speaker
 later says works, no fix told, is none (:func:`_with_fixes`); a person's work on software
-of their own ("I'm building a Flask app called ledgerly") is a ``project_fact``.
+of their own ("I'm building a Flask app called ledgerly") is a ``project_fact``. Whether a
+sentence is about software is told by its words, or by the chunk it is in: where a turn of
+the chunk shows code (a fenced block), "I'm using click for the commands" is a tool note
+(:func:`shows_code`); elsewhere "I've been using the Nike Running app" is a preference.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
@@ -59,6 +62,17 @@ _SOFTWARE_TOO = frozenset("""app bug build branch code container editor release 
 shell test tests library package rust go java terminal framework function module push
 vault api flask react node rails ruby swift query schema migration workflow error errors
 crash deployment website""".split())   # not "make" or "key": "make a change", "the key to it"
+
+
+# a Markdown code fence: a turn of the chunk shows code
+_FENCE = "```"
+
+
+def shows_code(chunk: Chunk) -> bool:
+    """Whether a turn of ``chunk`` (the assistant's too) shows a fenced code block: a chat
+    about software, whatever a sentence's own words are ("I am using yfinance to grab price
+    data"; LongMemEval's dev chats about phone or fitness apps show none)."""
+    return any(_FENCE in turn.text for turn in chunk.turns)
 
 
 def about_software(text: str) -> bool:
@@ -129,13 +143,14 @@ def kind_of(text: str) -> str:
     return "pattern"
 
 
-def type_of(text: str) -> str | None:
-    """The type the patterns give a statement, or None when none matches."""
+def type_of(text: str, coding: bool = False) -> str | None:
+    """The type the patterns give a statement, or None when none matches; ``coding``: said
+    in a chat about software (:func:`shows_code`)."""
     low = text.casefold()
     for pattern, type_, _kind, _confidence in _RULES:
         if pattern.search(low):
-            return _by_topic(type_, text)
-    if _TEAM_HABIT.search(low) and about_software(text):
+            return _by_topic(type_, text, coding)
+    if _TEAM_HABIT.search(low) and (coding or about_software(text)):
         return WORKFLOW.name
     return None
 
@@ -148,9 +163,10 @@ _TEAM_HABIT = _p(r"\bwe (?:always|usually|never|often|normally)\b")
 _RECOMMEND = _p(r"(?:should|must|always use|never use|recommend|better to|prefer)")
 
 
-def _by_topic(type_: str, text: str) -> str:
-    """A decision or a tool note about something that is not software is a preference."""
-    if type_ in (PROJECT_FACT.name, TOOL_USE.name) and not about_software(text):
+def _by_topic(type_: str, text: str, coding: bool = False) -> str:
+    """A decision or a tool note about something that is not software is a preference
+    (``coding``: it is said in a chat about software)."""
+    if type_ in (PROJECT_FACT.name, TOOL_USE.name) and not (coding or about_software(text)):
         return PREFERENCE.name
     return type_
 
@@ -201,13 +217,13 @@ def _tool_trouble(turn: Turn, sentence: str) -> Candidate | None:
     return None
 
 
-def _from_statement(statement: Statement) -> Candidate:
+def _from_statement(statement: Statement, coding: bool = False) -> Candidate:
     said, turn = statement.said, statement.turn
     subject = subject_key(said, turn.speaker)
     # typed by its main clause, the part MEMORY.md shows ("I'm worried about my laptop's
     # battery, as I often work on the go" is no habit)
     type_ = PROFILE.name if subject.endswith(_IDENTITY_ATTRIBUTES) \
-        else type_of(main_clause(said)) or DEFAULT.name
+        else type_of(main_clause(said), coding) or DEFAULT.name
     if type_ == PROFILE.name and not subject:
         type_ = DEFAULT.name   # only identity facts are profile (recall puts it first)
     return Candidate(type_, statement.text, kind_of(said), "", STATEMENT_CONFIDENCE,
@@ -278,6 +294,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
     """The chunk's source turns' notes and disclosures, in turn order (module doc)."""
     out: list[Candidate] = []
     names = {turn.speaker for turn in chunk.turns}
+    coding = shows_code(chunk)
     for turn in chunk.turns:
         if not turn.source:
             continue
@@ -294,7 +311,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
                 trouble = _tool_trouble(turn, sentence)
                 if trouble is not None:
                     found.append(trouble)
-        found += [_from_statement(s) for s in statements(turn, names)
+        found += [_from_statement(s, coding) for s in statements(turn, names)
                   if not any(k in normal(s.said) for k in kept)]
         out += found[:PER_TURN]
     return _with_fixes(out, chunk)
