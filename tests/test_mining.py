@@ -25,7 +25,7 @@ from projections.mining import mining_totals, waiting_sessions
 from workers.llm import BackendUnavailable
 from workers.mining.chunks import Chunk, Turn, cut_chunks, strip_injected
 from workers.mining.extract import MinerSpec, extract, to_candidate
-from workers.mining.heuristic import heuristic_candidates
+from workers.mining.heuristic import asked_notes, heuristic_candidates
 from workers.mining.mine import mine
 from workers.pass_lock import PassRunning, pass_lock
 from workers.sync.replay import verify
@@ -240,6 +240,10 @@ def test_a_tool_note_is_about_software_when_the_chat_shows_code() -> None:
         "tool_use", "project_fact"]
     assert [c.type for c in heuristic_candidates(Chunk("s", [user, plain]))] == [
         "user_preference", "user_preference"]
+    # a note asked to be kept is typed so too
+    asked = dataclasses.replace(user, text="Please remember that I use uv for packaging.")
+    assert [c.type for c in asked_notes(Chunk("s", [asked, code]))] == ["tool_use"]
+    assert [c.type for c in asked_notes(Chunk("s", [asked, plain]))] == ["user_preference"]
 
 
 def test_a_failure_and_the_fix_said_after_it_are_one_memory() -> None:

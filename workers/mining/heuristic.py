@@ -171,7 +171,8 @@ def _by_topic(type_: str, text: str, coding: bool = False) -> str:
     return type_
 
 
-def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candidate | None:
+def _remembered(turn: Turn, request: Request, names: Collection[str],
+                coding: bool = False) -> Candidate | None:
     """What a request to remember keeps (:mod:`.requests`). What the speaker says of
     themselves ("I'm allergic to penicillin, please remember that") is their statement in
     the third person, as any disclosure, and nothing where that is talk to the listener
@@ -188,7 +189,7 @@ def _remembered(turn: Turn, request: Request, names: Collection[str]) -> Candida
                            min_words=1)
         if not found:
             return None
-        note = _from_statement(found[0])
+        note = _from_statement(found[0], coding)
         # a note of their own reads alone: "… remember that I bought it for my sister" does not
         asked = request.asked and self_contained(note.content, mined=True) \
             and not points_out(note.content)
@@ -302,7 +303,7 @@ def heuristic_candidates(chunk: Chunk) -> list[Candidate]:
         kept: list[str] = []    # what requests to remember keep, not stated again
         for sentence in sentences(turn.text):
             request = request_in(sentence)
-            note = None if request is None else _remembered(turn, request, names)
+            note = None if request is None else _remembered(turn, request, names, coding)
             if request is not None:
                 kept.append(normal(request.kept))
             if note is not None:
@@ -324,5 +325,6 @@ def asked_notes(chunk: Chunk) -> list[Candidate]:
     asked = ((turn, request) for turn in chunk.turns if turn.source
              for request in map(request_in, sentences(turn.text))
              if request is not None and request.asked)
-    notes = (_remembered(turn, request, names) for turn, request in asked)
+    coding = shows_code(chunk)
+    notes = (_remembered(turn, request, names, coding) for turn, request in asked)
     return [note for note in notes if note is not None and note.asked]
