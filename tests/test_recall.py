@@ -103,6 +103,24 @@ def test_a_question_gets_only_the_project_facts_that_answer_it(
     assert "ship" in facts("gardening tomatoes", 512, whole_long_term=True)
 
 
+def test_a_mined_fact_that_does_not_read_alone_heads_no_block(
+        log: EventLog, store: ProjectionStore) -> None:
+    """The head is read first in every block: a mined fact there must read on its own, as a
+    scored one and a MEMORY.md line must ("this transducer": which one?)."""
+    seed(log)
+    log.append(MemoriesMined(session="m", memories=[
+        {"id": "this", "type": "project_fact", "confidence": 0.8,
+         "content": "Ann is going to be using this pressure transducer for the airspeed rig"},
+        {"id": "rig", "type": "project_fact", "confidence": 0.8,
+         "content": "Ann is building an airspeed rig with a pitot tube"}]), stream="memory")
+    store.catch_up_all()
+    head = [i.id for i in recall(store.db, "", budget=512, k=0).items
+            if i.source == "project_fact"]
+    assert "rig" in head and "this" not in head
+    assert "this" not in [i.id for i in recall(store.db, "Which pressure transducer is Ann "
+                                                "using?", budget=512, k=5).items]
+
+
 @pytest.mark.parametrize("budget", [20, 50, 64, 100, 300, 512])
 def test_budget_is_never_exceeded(log: EventLog, store: ProjectionStore, budget: int) -> None:
     seed(log)
