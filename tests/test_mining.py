@@ -226,10 +226,12 @@ def test_a_coding_users_work_is_typed_as_work(sentence: str, type_: str | None) 
 
 def test_a_tool_note_is_about_software_when_the_chat_shows_code() -> None:
     """"click" is no word of software on its own; in a chat whose turns show code (the
-    assistant's fenced block), "I'm using click for the commands" is a tool note, and a
-    plan there a project's. The same words in a chat with no code stay a preference."""
+    assistant's fenced block), "I'm using click for the commands" is a tool note, and work
+    on a project there a project's; not a plan (a project fact heads every block). The same
+    words in a chat with no code stay preferences."""
     user = Turn(1, 1, "e1", "r1", "user", "Maya",
-                "I'm using click for the commands. I'm going to add a week command next.",
+                "I'm using click for the commands. I'm building tidewatch for my sailing club."
+                " I'm going to visit my mum this weekend.",
                 "2026-03-02T09:00:00Z", source=True)
     code = Turn(2, 2, "e2", "r2", "assistant", "assistant",
                 "Like this:\n```python\n@click.group()\ndef cli():\n    pass\n```",
@@ -237,9 +239,9 @@ def test_a_tool_note_is_about_software_when_the_chat_shows_code() -> None:
     plain = Turn(2, 2, "e2", "r2", "assistant", "assistant", "Sounds good, go for it.",
                  "2026-03-02T09:00:30Z", source=False)
     assert [c.type for c in heuristic_candidates(Chunk("s", [user, code]))] == [
-        "tool_use", "project_fact"]
+        "tool_use", "project_fact", "user_preference"]
     assert [c.type for c in heuristic_candidates(Chunk("s", [user, plain]))] == [
-        "user_preference", "user_preference"]
+        "user_preference", "user_preference", "user_preference"]
     # a note asked to be kept is typed so too
     asked = dataclasses.replace(user, text="Please remember that I use uv for packaging.")
     assert [c.type for c in asked_notes(Chunk("s", [asked, code]))] == ["tool_use"]

@@ -16,9 +16,10 @@ or how it was fixed ("pytest doesn't work with the old plugin"), typed ``tool_us
 said after such a failure in the chunk is one memory with it, and a failure its speaker
 later says works, no fix told, is none (:func:`_with_fixes`); a person's work on software
 of their own ("I'm building a Flask app called ledgerly") is a ``project_fact``. Whether a
-sentence is about software is told by its words, or by the chunk it is in: where a turn of
-the chunk shows code (a fenced block), "I'm using click for the commands" is a tool note
-(:func:`shows_code`); elsewhere "I've been using the Nike Running app" is a preference.
+tool in use or a project is software's is told by its words, or by the chunk it is in:
+where a turn of the chunk shows code (a fenced block), "I'm using click for the commands"
+is a tool note (:func:`shows_code`); elsewhere "I've been using the Nike Running app" is
+a preference.
 
 Deterministic (the same chunk always gives the same memories), instant, and marked as
 such: ``model = "heuristic"`` on the event, ``source = "heuristic"`` on the memory,
@@ -145,12 +146,14 @@ def kind_of(text: str) -> str:
 
 def type_of(text: str, coding: bool = False) -> str | None:
     """The type the patterns give a statement, or None when none matches; ``coding``: said
-    in a chat about software (:func:`shows_code`)."""
+    in a chat about software (:func:`shows_code`), which makes a tool in use or work on a
+    project software's, not a plan, a failure or a team's habit ("I'm going to visit my mum
+    this weekend" is no project fact there either: a project fact heads every block)."""
     low = text.casefold()
-    for pattern, type_, _kind, _confidence in _RULES:
+    for pattern, type_, kind, _confidence in _RULES:
         if pattern.search(low):
-            return _by_topic(type_, text, coding)
-    if _TEAM_HABIT.search(low) and (coding or about_software(text)):
+            return _by_topic(type_, text, coding and kind == "pattern")
+    if _TEAM_HABIT.search(low) and about_software(text):
         return WORKFLOW.name
     return None
 
