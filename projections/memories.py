@@ -325,19 +325,23 @@ def get_memory(db: sqlite3.Connection, memory_id: str) -> Memory | None:
     return _memory(row) if row else None
 
 
+def reads_alone(source: str, content: str) -> bool:
+    """Whether a memory reads on its own, without the turn it came from: a mined statement
+    that points at what only its turn names (:func:`.readable.self_contained`: "Nate named
+    her Tilly") does not; notes and detected facts always do: they are a person's own
+    words. Recall shows none that does not, scored or in the head."""
+    return source in NOT_MINED or self_contained(content or "", mined=True)
+
+
 def memory_states(db: sqlite3.Connection,
                   ids: Sequence[str]) -> dict[str, tuple[str, float, float, bool]]:
-    """id → (status, confidence, relevancy, whether it reads on its own), for recall's
-    filtering and weighting. A mined statement that points at what only its turn names
-    (:func:`.readable.self_contained`: "Nate named her Tilly") does not read on its own; its
-    turn, which recall also finds, does. Notes and detected facts always read on their own:
-    they are a person's own words."""
+    """id → (status, confidence, relevancy, whether it reads on its own: :func:`reads_alone`;
+    its turn, which recall also finds, does), for recall's filtering and weighting."""
     if not ids:
         return {}
     rows = db.execute(f"SELECT id, status, confidence, relevancy, source, content FROM memories"
                       f" WHERE id IN ({','.join('?' * len(ids))})", list(ids)).fetchall()
-    return {r[0]: (r[1], r[2], r[3], r[4] in NOT_MINED or self_contained(r[5] or "", mined=True))
-            for r in rows}
+    return {r[0]: (r[1], r[2], r[3], reads_alone(r[4], r[5])) for r in rows}
 
 
 def memory_counts(db: sqlite3.Connection) -> list[tuple[str, str, int]]:

@@ -35,9 +35,9 @@ from .items import (
     key_part,
 )
 from .long_term import TITLE, read_long_term, stated_refs, without_since
-from .memories import NOT_MINED, list_memories, memory_states, replaced_refs
+from .memories import NOT_MINED, list_memories, memory_states, reads_alone, replaced_refs
 from .passages import sentences
-from .readable import as_said, self_contained
+from .readable import as_said
 from .recency import (
     change_factors,
     recency_factors,
@@ -129,8 +129,8 @@ def _item(source: str, id_: str, content: str, score: float, at: str,
 def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "",
                 shown: Sequence[str] = ()) -> set[str]:
     """Profile, project facts (together at most :data:`weights.HEAD_FACTS_SHARE` of the budget;
-    facts by confidence × relevancy, then newest; a mined one only when it reads on its own,
-    as a scored one: :func:`.readable.self_contained`), then MEMORY.md — without a ``query`` (a
+    facts by confidence × relevancy, then newest; only those that read on their own, as
+    scored ones: :func:`.memories.reads_alone`), then MEMORY.md — without a ``query`` (a
     chat's start block) as much of it as the room left holds, the scored part taking what
     it leaves: read ahead of the first message, whose note is capped, it is what a session's
     first question is answered from; for a ``query`` (the question without the speakers'
@@ -158,10 +158,8 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "",
             # a mined fact as its MEMORY.md line says it ("Big news: " and the like left
             # out): read in every block, and its line there is then left out as said
             shown = memory.content if memory.source in NOT_MINED else as_said(memory.content)
-            if memory.source not in NOT_MINED and not self_contained(memory.content,
-                                                                     mined=True):
-                continue  # "… using this pressure transducer …": which one? Never scored
-                # either (:func:`_hidden`): its turn, which recall finds, reads better
+            if not reads_alone(memory.source, memory.content):
+                continue  # "… using this pressure transducer …": which one? (as scored)
             item = _item(kind.name, memory.id, shown, memory.confidence,
                          memory.created_at, memory.refs)
             if item.tokens <= room and filler.add(item):
