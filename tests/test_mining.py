@@ -97,6 +97,25 @@ def test_heuristic_mines_first_person_facts_with_refs_and_journals_their_days(
     assert [e.occurred_at[:10] for e in mined] == ["2024-03-01", "2024-03-05"]
 
 
+def test_an_imported_assistant_under_a_models_name_is_no_source(
+        home: Home, tmp_path: Path) -> None:
+    # a hand-made transcript whose model is called "AI" or "Bot": its words are context,
+    # as an "assistant"'s are, never a person's facts; a person's name still is one
+    import_turns(home, tmp_path, [
+        turn("a/1", "2024-03-01T09:00:00Z", "user", "Maya", "I live in Berlin now.", "r1"),
+        turn("a/1", "2024-03-01T09:00:30Z", "assistant", "AI", "I prefer tea to coffee.", "r2"),
+        turn("a/2", "2024-03-02T09:00:00Z", "user", "Maya", "I adopted a cat called Juno.", "r3"),
+        turn("a/2", "2024-03-02T09:00:30Z", "assistant", "Bot", "I live in a data centre.",
+             "r4"),
+        turn("a/3", "2024-03-03T09:00:00Z", "user", "Maya", "Hi Sam!", "r5"),
+        turn("a/3", "2024-03-03T09:00:30Z", "assistant", "Sam", "I prefer tea to coffee.", "r6"),
+    ])
+    mine(home, HEURISTIC)
+    assert {m.content for m in memories(home)} == {
+        "Maya lives in Berlin now.", "Maya adopted a cat called Juno.",
+        "Sam prefers tea to coffee."}
+
+
 def test_a_second_run_mines_nothing_and_new_turns_only_are_mined_later(
         home: Home, tmp_path: Path) -> None:
     week(home, tmp_path)

@@ -8,8 +8,9 @@
 - **Who may be a source.** In a diarist chat the assistant is the model: its turns are
   context (they may repeat injected memory), never a source of facts. In an imported
   transcript an ``assistant`` turn is a person's only when it carries a person's name
-  (LoCoMo's second speaker, "Melanie"); one named ``assistant`` or ``Assistant`` (a
-  model's chat exported) is context like the chat's.
+  (LoCoMo's second speaker, "Melanie"); one under a model's name
+  (:data:`projections.speakers.GENERIC_SPEAKERS`: "assistant", "AI", "Bot", …, the names
+  recall counts as a model's) is context like the chat's.
 - **Chunks** cover consecutive turns of one session and one UTC day (a chunk's memories
   are journaled on that day), at most ``chunk_tokens`` (estimated) and :data:`MAX_TURNS`
   turns. Planning is greedy from the first turn not mined yet, so a rerun after a crash cuts
@@ -29,6 +30,7 @@ from events.types import TURNS, UserTurn
 from projections import block_headers
 from projections.mining import SessionState
 from projections.secrets import scrub
+from projections.speakers import GENERIC_SPEAKERS as MODEL_NAMES
 from projections.tokens import estimate
 
 from .text import GENERIC_SPEAKERS, normal
@@ -134,8 +136,8 @@ def speaker(role: str, name: str, person: str = "") -> str:
 
 def is_source(role: str, speaker: str, *, imported: bool) -> bool:
     """Whether a turn's speaker may be a source of facts (see the module doc): a user, or
-    in an imported transcript a speaker with a person's name."""
-    return role == "user" or (imported and normal(speaker) not in GENERIC_SPEAKERS)
+    in an imported transcript a speaker with a person's name, not a model's."""
+    return role == "user" or (imported and normal(speaker) not in GENERIC_SPEAKERS | MODEL_NAMES)
 
 
 def _cap(text: str, tokens: int) -> str:
