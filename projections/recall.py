@@ -155,11 +155,11 @@ def _fixed_head(db: sqlite3.Connection, filler: _Filler, query: str = "",
             memories.sort(key=lambda m: (m.created_at, m.id), reverse=True)
             memories.sort(key=lambda m: -m.confidence * m.relevancy)
         for memory in memories:
+            if not reads_alone(memory.source, memory.content):
+                continue  # "… using this pressure transducer …": which one? (as scored)
             # a mined fact as its MEMORY.md line says it ("Big news: " and the like left
             # out): read in every block, and its line there is then left out as said
             shown = memory.content if memory.source in NOT_MINED else as_said(memory.content)
-            if not reads_alone(memory.source, memory.content):
-                continue  # "… using this pressure transducer …": which one? (as scored)
             item = _item(kind.name, memory.id, shown, memory.confidence,
                          memory.created_at, memory.refs)
             if item.tokens <= room and filler.add(item):

@@ -35,6 +35,8 @@ from projections.tokens import estimate
 
 from .text import GENERIC_SPEAKERS, normal
 
+# the names under which an imported turn is no person's: unnamed, or a model's
+NOT_A_PERSON = GENERIC_SPEAKERS | MODEL_NAMES
 MAX_TURNS = 48          # turns per chunk at most, whatever their length
 MIN_CHUNK_TOKENS = 128
 _SUMMARY_PREFIX = "[Session history compressed"
@@ -137,7 +139,7 @@ def speaker(role: str, name: str, person: str = "") -> str:
 def is_source(role: str, speaker: str, *, imported: bool) -> bool:
     """Whether a turn's speaker may be a source of facts (see the module doc): a user, or
     in an imported transcript a speaker with a person's name, not a model's."""
-    return role == "user" or (imported and normal(speaker) not in GENERIC_SPEAKERS | MODEL_NAMES)
+    return role == "user" or (imported and normal(speaker) not in NOT_A_PERSON)
 
 
 def _cap(text: str, tokens: int) -> str:
